@@ -1,0 +1,79 @@
+"""Searchers by name: a registry of factories, and the study-file rules each one adds.
+
+Adding a searcher is local: subclass :class:`Searcher`, give it a ``name`` (and an ``Options``
+pydantic model if it takes ``searcher_options``), and :func:`register` it.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ValidationError
+
+from searchsvc.errors import SpecError, SpecIssue
+from searchsvc.searchers.base import NoOptions, Observation, Proposal, Searcher
+from searchsvc.searchers.simple import GridSearcher, QuasiRandomSearcher, RandomSearcher
+from searchsvc.searchers.space import Arm, scientific_arms
+from searchsvc.spec import StudySpec
+from searchsvc.spec.validate import issue_from_pydantic
+
+_REGISTRY: dict[str, type[Searcher]] = {}
+
+
+def register(cls: type[Searcher]) -> type[Searcher]:
+    """Make ``cls`` available to study files as ``searcher: <cls.name>``."""
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+for _cls in (GridSearcher, RandomSearcher, QuasiRandomSearcher):
+    register(_cls)
+
+
+def searcher_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def searcher_class(name: str) -> type[Searcher]:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown searcher {name!r} (valid: {', '.join(searcher_names())})") from None
+
+
+def check_spec(spec: StudySpec) -> list[SpecIssue]:
+    """The problems of ``spec`` that depend on its searcher (name, options, budget rules)."""
+    if spec.searcher not in _REGISTRY:
+        return [spec.source.issue(("searcher",), f"unknown searcher (valid: "
+                                  f"{', '.join(searcher_names())})", spec.searcher)]
+    cls = _REGISTRY[spec.searcher]
+    try:
+        cls.Options.model_validate(dict(spec.searcher_options))
+    except ValidationError as exc:
+        return [issue_from_pydantic(e, spec.source, prefix=("searcher_options",),
+                                    model=cls.Options)
+                for e in exc.errors()]
+    return cls.check(spec)
+
+
+def create_searcher(spec: StudySpec) -> Searcher:
+    """The searcher a valid spec names, with its options parsed."""
+    issues = check_spec(spec)
+    if issues:
+        raise SpecError(issues)
+    cls = _REGISTRY[spec.searcher]
+    options: BaseModel = cls.Options.model_validate(dict(spec.searcher_options))
+    return cls(spec, options)
+
+
+__all__ = [
+    "Arm",
+    "NoOptions",
+    "Observation",
+    "Proposal",
+    "Searcher",
+    "check_spec",
+    "create_searcher",
+    "register",
+    "scientific_arms",
+    "searcher_class",
+    "searcher_names",
+]

@@ -1,0 +1,103 @@
+"""The searcher contract: what every named searcher (grid, random, bayesian, ...) provides.
+
+Searchers are pure Python and know nothing of Ray; the runner adapts them to Ray Tune. Trials
+are identified by their *number* in the study (0, 1, 2, ...), which is what makes resuming exact:
+a non-adaptive searcher proposes the same config for the same number every time, and an adaptive
+one is re-fed every finished trial from the store before it proposes again.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from searchsvc.errors import SpecIssue
+from searchsvc.searchers.space import Arm, scientific_arms, trial_seed
+from searchsvc.spec import StudySpec
+
+
+class NoOptions(BaseModel):
+    """Searchers without options accept an empty ``searcher_options`` only."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What to run as trial ``number``: its config (fixed values included), arm and seed."""
+
+    number: int
+    config: Mapping[str, Any]
+    arm: Arm
+    seed: int
+
+
+@dataclass(frozen=True)
+class Observation:
+    """A finished trial, as fed back to a searcher (live, or replayed from the store)."""
+
+    number: int
+    config: Mapping[str, Any]
+    value: float | None  # best metric of the trial; None when it failed or was infeasible
+    state: str
+
+
+class Searcher(ABC):
+    """Proposes the configs of one study's trials.
+
+    Contract:
+    - ``total_trials`` is the number of trials the study runs.
+    - ``propose(number)`` returns the proposal for trial ``number`` (0 <= number < total_trials).
+      Numbers arrive in increasing order, with gaps on resume (finished trials are skipped).
+    - ``observe(observation)`` is called once for every finished trial, including, on resume,
+      every trial already in the store before the first new proposal.
+    - Role semantics: every scientific arm gets an equal share of the trials (``arm_for``)
+      and fixed values appear unchanged in every config.
+    """
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    Options: ClassVar[type[BaseModel]] = NoOptions
+
+    def __init__(self, spec: StudySpec, options: BaseModel):
+        self.spec = spec
+        self.options = options
+        self.arms = scientific_arms(spec)
+
+    @classmethod
+    def check(cls, spec: StudySpec) -> list[SpecIssue]:
+        """Rules this searcher adds to the study file (default: a trial budget is required,
+        and large enough to give every arm at least one trial)."""
+        if spec.budget.trials is None:
+            return [spec.source.issue(("budget", "trials"), f"searcher '{cls.name}' needs "
+                                      "budget.trials")]
+        n_arms = len(scientific_arms(spec))
+        if spec.budget.trials < n_arms:
+            return [spec.source.issue(
+                ("budget", "trials"), f"fewer trials than the {n_arms} scientific combinations: "
+                "every combination needs at least one trial", spec.budget.trials)]
+        return []
+
+    @property
+    def total_trials(self) -> int:
+        assert self.spec.budget.trials is not None
+        return self.spec.budget.trials
+
+    def arm_for(self, number: int) -> tuple[Arm, int]:
+        """Trial ``number``'s arm and its index within that arm. Arms take turns, so any
+        prefix of the study stays balanced across arms."""
+        return self.arms[number % len(self.arms)], number // len(self.arms)
+
+    def seed_for(self, number: int) -> int:
+        return trial_seed(self.spec.seed, number)
+
+    @abstractmethod
+    def propose(self, number: int) -> Proposal:
+        """The proposal for trial ``number``."""
+
+    def observe(self, observation: Observation) -> None:  # noqa: B027 - optional hook
+        """Learn from a finished trial. Non-adaptive searchers ignore it."""

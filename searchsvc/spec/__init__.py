@@ -1,0 +1,35 @@
+"""The study file: format, parsing with line numbers, validation, and the immutable spec.
+
+Knows nothing of Ray, the store or searchers.
+"""
+
+from searchsvc.spec.file_schema import json_schema
+from searchsvc.spec.model import (
+    Budget,
+    Checkpoints,
+    ChoiceParameter,
+    Condition,
+    FixedParameter,
+    Parameter,
+    RangeParameter,
+    Resources,
+    StudySpec,
+)
+from searchsvc.spec.source import SpecSource
+from searchsvc.spec.validate import load_spec, parse_spec
+
+__all__ = [
+    "Budget",
+    "Checkpoints",
+    "ChoiceParameter",
+    "Condition",
+    "FixedParameter",
+    "Parameter",
+    "RangeParameter",
+    "Resources",
+    "SpecSource",
+    "StudySpec",
+    "json_schema",
+    "load_spec",
+    "parse_spec",
+]

@@ -1,0 +1,134 @@
+"""The study file's structure as pydantic models: field names, types and defaults.
+
+These models catch structural mistakes (unknown keys, wrong types, missing fields) and publish the
+JSON Schema (`searchsvc schema`). Rules that relate fields to each other (low < high, roles,
+conditions) live in :mod:`searchsvc.spec.validate`, which gives each its own precise message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator
+
+STUDY_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+OBJECTIVE_REF = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def _number(value: Any) -> float | int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number")
+    return value
+
+
+def _scalar(value: Any) -> str | int | float | bool:
+    if not isinstance(value, str | int | float | bool):
+        raise ValueError("must be a single value (string, number or boolean)")
+    return value
+
+
+Number = Annotated[float | int, PlainValidator(_number), WithJsonSchema({"type": "number"})]
+Scalar = Annotated[
+    str | int | float | bool,
+    PlainValidator(_scalar),
+    WithJsonSchema({"type": ["string", "number", "boolean"]}),
+]
+
+
+class _FileModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ParameterFile(_FileModel):
+    """One hyperparameter: a range (low/high), a list of values, or a fixed value."""
+
+    role: Literal["scientific", "nuisance", "fixed"] | None = Field(
+        None, description="scientific: measured; nuisance: re-tuned per scientific value; "
+        "fixed: held constant. Default: fixed when `value` is given, else nuisance.")
+    type: Literal["float", "int", "categorical"] | None = Field(
+        None, description="Inferred from low/high/values when omitted.")
+    low: Number | None = Field(None, description="Lowest value (included).")
+    high: Number | None = Field(None, description="Highest value (included).")
+    scale: Literal["linear", "log"] | None = Field(None, description="Sampling scale of a range.")
+    step: Number | None = Field(None, description="Grid spacing of a range (linear scale only).")
+    values: list[Scalar] | None = Field(None, description="The values to choose from.")
+    value: Any = Field(None, description="The held value of a fixed parameter.")
+    when: dict[str, Any] | None = Field(
+        None, description="Exists only when every named parameter takes the given value "
+        "(or one of a list of values).")
+    description: str | None = None
+
+
+class BudgetFile(_FileModel):
+    trials: int | None = Field(None, gt=0, description="Total trials (grid: may be omitted).")
+    max_concurrent: int | None = Field(None, gt=0, description="Trials running at once.")
+    max_steps: int | None = Field(None, gt=0, description="Steps/epochs of a full trial.")
+    time_limit_s: Number | None = Field(None, description="Wall-clock cap for the whole study.")
+    max_failures: int = Field(0, ge=0, description="Retries of a failed trial.")
+    trial_timeout_s: Number | None = Field(None, description="Wall-clock cap for one trial.")
+
+
+class ResourcesFile(_FileModel):
+    cpu: Number = Field(1, description="CPUs per trial.")
+    gpu: Number = Field(0, description="GPUs per trial; may be fractional below 1.")
+
+
+class CheckpointsFile(_FileModel):
+    keep_best: int | None = Field(None, gt=0, description="Checkpoints kept per trial, best first.")
+
+
+class StudyFile(_FileModel):
+    """A searchsvc study file."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, title="searchsvc study file"
+    )
+
+    study: str = Field(description="Unique study name: [a-z0-9][a-z0-9_-]*")
+    description: str = ""
+    objective: str = Field(description='"module:callable" of the training function.')
+    backend: str = Field("ray", description="ray | keras_tuner | autokeras")
+    metric: str = Field(description="Name of the metric the objective reports.")
+    mode: Literal["min", "max"]
+    searcher: str = Field(
+        "quasi_random",
+        description="grid | random | quasi_random | bayesian | hyperband | asha | bohb | pbt | nas",
+    )
+    searcher_options: dict[str, Any] = Field(default_factory=dict)
+    budget: BudgetFile = Field(default_factory=BudgetFile)
+    resources: ResourcesFile = Field(default_factory=ResourcesFile)
+    seed: int = Field(0, ge=0)
+    parameters: dict[str, ParameterFile]
+    checkpoints: CheckpointsFile = Field(default_factory=CheckpointsFile)
+
+    @field_validator("study")
+    @classmethod
+    def _study_name(cls, value: str) -> str:
+        if not STUDY_NAME.fullmatch(value) or len(value) > 100:
+            raise ValueError(
+                "must be lowercase letters, digits, '-' or '_', starting with a letter or digit "
+                "(at most 100 characters)"
+            )
+        return value
+
+    @field_validator("objective")
+    @classmethod
+    def _objective_ref(cls, value: str) -> str:
+        if not OBJECTIVE_REF.fullmatch(value):
+            raise ValueError('must be "module:callable", e.g. "objectives.torch_digits:train"')
+        return value
+
+    @field_validator("metric")
+    @classmethod
+    def _metric_name(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of the study file, for editors and other tools."""
+    schema = StudyFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema

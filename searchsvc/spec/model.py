@@ -1,0 +1,196 @@
+"""The typed, immutable study spec: what a study file means once it has been validated.
+
+Parameters come in three shapes: a numeric range (:class:`RangeParameter`), a list of choices
+(:class:`ChoiceParameter`) and a held value (:class:`FixedParameter`). Every one has a role
+(scientific, nuisance or fixed, as in the Deep Learning Tuning Playbook) and may be conditional
+on other parameters (``when``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from searchsvc.spec.source import SpecSource
+
+Role = Literal["scientific", "nuisance", "fixed"]
+Scale = Literal["linear", "log"]
+Mode = Literal["min", "max"]
+Scalar = str | int | float | bool
+
+ROLES: tuple[Role, ...] = ("scientific", "nuisance", "fixed")
+
+
+@dataclass(frozen=True)
+class Condition:
+    """``parent`` must take one of ``values`` for the owning parameter to exist in a trial."""
+
+    parent: str
+    values: tuple[Scalar, ...]
+
+    def holds(self, config: Mapping[str, Any]) -> bool:
+        return self.parent in config and config[self.parent] in self.values
+
+
+@dataclass(frozen=True)
+class _ParameterBase:
+    name: str
+    role: Role
+    when: tuple[Condition, ...] = ()
+
+    def is_active(self, config: Mapping[str, Any]) -> bool:
+        """Whether this parameter exists given the values chosen so far."""
+        return all(c.holds(config) for c in self.when)
+
+    @property
+    def searched(self) -> bool:
+        return self.role != "fixed"
+
+
+@dataclass(frozen=True)
+class RangeParameter(_ParameterBase):
+    """A float or int between ``low`` and ``high`` (both included), optionally on a log scale
+    and/or a grid of ``step``."""
+
+    kind: Literal["float", "int"] = "float"
+    low: float = 0.0
+    high: float = 1.0
+    scale: Scale = "linear"
+    step: float | None = None
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.kind == "int" or self.step is not None
+
+    def to_unit(self, value: float) -> float:
+        """Position of ``value`` in [0, 1] along the parameter's own scale."""
+        if self.scale == "log":
+            lo, hi, v = math.log(self.low), math.log(self.high), math.log(value)
+        else:
+            lo, hi, v = self.low, self.high, value
+        return (v - lo) / (hi - lo)
+
+    def from_unit(self, u: float) -> float | int:
+        """Map ``u`` in [0, 1) to a value, uniformly in the parameter's own scale."""
+        u = min(max(u, 0.0), 1.0)
+        if self.step is not None or (self.kind == "int" and self.scale == "linear"):
+            choices = self.grid()
+            return choices[min(int(u * len(choices)), len(choices) - 1)]
+        if self.scale == "log":
+            value = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
+        else:
+            value = self.low + u * (self.high - self.low)
+        if self.kind == "int":
+            return int(min(max(round(value), self.low), self.high))
+        return float(min(max(value, self.low), self.high))
+
+    def grid(self) -> tuple[float | int, ...]:
+        """Every value of a discrete range, in order. Continuous ranges have no grid."""
+        if not self.is_discrete:
+            raise ValueError(f"{self.name} is continuous and has no grid")
+        step = self.step if self.step is not None else 1
+        count = int(math.floor((self.high - self.low) / step + 1e-9)) + 1
+        values = [self.low + i * step for i in range(count)]
+        if self.kind == "int":
+            return tuple(int(round(v)) for v in values)
+        return tuple(round(v, 12) for v in values)
+
+    def choices(self) -> tuple[Scalar, ...]:
+        return self.grid()
+
+
+@dataclass(frozen=True)
+class ChoiceParameter(_ParameterBase):
+    """One of an explicit list of ``values`` (categorical, or a discrete list of numbers)."""
+
+    kind: Literal["float", "int", "categorical"] = "categorical"
+    values: tuple[Scalar, ...] = ()
+
+    is_discrete = True
+
+    def from_unit(self, u: float) -> Scalar:
+        return self.values[min(int(max(u, 0.0) * len(self.values)), len(self.values) - 1)]
+
+    def choices(self) -> tuple[Scalar, ...]:
+        return self.values
+
+
+@dataclass(frozen=True)
+class FixedParameter(_ParameterBase):
+    """A value held constant: passed to the objective unchanged and recorded, never searched."""
+
+    value: Any = None
+    role: Role = "fixed"
+
+    is_discrete = True
+
+    def choices(self) -> tuple[Any, ...]:
+        return (self.value,)
+
+
+Parameter = RangeParameter | ChoiceParameter | FixedParameter
+
+
+@dataclass(frozen=True)
+class Budget:
+    trials: int | None = None
+    max_concurrent: int | None = None
+    max_steps: int | None = None
+    time_limit_s: float | None = None
+    max_failures: int = 0
+    trial_timeout_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Resources:
+    cpu: float = 1.0
+    gpu: float = 0.0
+
+
+@dataclass(frozen=True)
+class Checkpoints:
+    keep_best: int | None = None
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """A validated study. Parameters keep the file's order; ``parameter_order`` is an order in
+    which every parameter comes after the parameters its ``when`` depends on."""
+
+    name: str
+    objective: str
+    metric: str
+    mode: Mode
+    parameters: Mapping[str, Parameter]
+    parameter_order: tuple[str, ...]
+    description: str = ""
+    backend: str = "ray"
+    searcher: str = "quasi_random"
+    searcher_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    budget: Budget = field(default_factory=Budget)
+    resources: Resources = field(default_factory=Resources)
+    seed: int = 0
+    checkpoints: Checkpoints = field(default_factory=Checkpoints)
+    source: SpecSource = field(default_factory=SpecSource, compare=False)
+
+    def by_role(self, role: Role) -> tuple[Parameter, ...]:
+        return tuple(p for p in self.parameters.values() if p.role == role)
+
+    @property
+    def scientific(self) -> tuple[Parameter, ...]:
+        return self.by_role("scientific")
+
+    @property
+    def nuisance(self) -> tuple[Parameter, ...]:
+        return self.by_role("nuisance")
+
+    @property
+    def fixed(self) -> tuple[Parameter, ...]:
+        return self.by_role("fixed")
+
+    def is_better(self, a: float, b: float) -> bool:
+        """Whether metric value ``a`` beats ``b`` in this study's mode."""
+        return a < b if self.mode == "min" else a > b

@@ -1,0 +1,181 @@
+"""Reads YAML safely and remembers the line of every key, so errors can say FILE:LINE.
+
+PyYAML's safe loader builds the node graph; we convert it ourselves to catch what PyYAML lets
+through silently (duplicate keys, alias bombs, non-string keys) and to record line numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from searchsvc.errors import SpecError, SpecIssue
+
+MAX_FILE_BYTES = 1 << 20  # a study file is hand-written; anything this big is a mistake
+MAX_NODES = 100_000  # bounds alias expansion ("billion laughs") and absurdly large files
+MAX_DEPTH = 50
+
+Path = tuple[str | int, ...]
+
+
+class _Loader(yaml.SafeLoader):
+    """Safe loader that also reads ``1e-4`` as a float (YAML 1.1 wants ``1.0e-4``)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+        |\.[0-9_]+(?:[eE][-+][0-9]+)?
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
+
+
+@dataclass(frozen=True)
+class SpecSource:
+    """Where a spec came from: file name, text, and the 1-based line of every field path, so
+    checks made long after parsing can still point at FILE:LINE."""
+
+    file: str = "<spec>"
+    text: str = ""
+    lines: Mapping[Path, int] = field(default_factory=dict)
+
+    def line_of(self, path: Path) -> int | None:
+        """Line of ``path``, or of its nearest ancestor that exists in the file."""
+        path = tuple(path)
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return self.lines.get((), None)
+
+    def issue(self, path: Path, message: str, *value: Any) -> SpecIssue:
+        """A :class:`SpecIssue` located in this file; pass the bad value to have it echoed."""
+        return SpecIssue(
+            tuple(path), message, value=value[0] if value else None, has_value=bool(value),
+            line=self.line_of(path), file=self.file,
+        )
+
+
+class _Converter:
+    def __init__(self, loader: _Loader, file: str):
+        self.loader = loader
+        self.file = file
+        self.lines: dict[Path, int] = {}
+        self.issues: list[SpecIssue] = []
+        self.nodes = 0
+
+    def issue(self, path: Path, line: int, message: str) -> None:
+        self.issues.append(SpecIssue(path, message, line=line, file=self.file))
+
+    def convert(self, node: yaml.Node, path: Path, depth: int = 0) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _TooLarge(node.start_mark.line + 1)
+        if depth > MAX_DEPTH:
+            raise _TooDeep(node.start_mark.line + 1)
+        self.lines.setdefault(path, node.start_mark.line + 1)
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path, depth)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.convert(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
+        return self.loader.construct_object(node, deep=True)
+
+    def _mapping(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[str, Any]:
+        self.loader.flatten_mapping(node)  # applies YAML merge keys ("<<")
+        result: dict[str, Any] = {}
+        first_line: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            line = key_node.start_mark.line + 1
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.issue(path, line, "keys must be plain names, not lists or mappings")
+                continue
+            key = self.loader.construct_object(key_node)
+            if not isinstance(key, str):
+                key = str(key)
+            if key in result:
+                self.issue(
+                    (*path, key), line, f"duplicate key (first defined on line {first_line[key]})"
+                )
+                continue
+            first_line[key] = line
+            self.lines[(*path, key)] = line
+            result[key] = self.convert(value_node, (*path, key), depth + 1)
+        return result
+
+
+class _TooLarge(Exception):
+    def __init__(self, line: int):
+        self.line = line
+
+
+class _TooDeep(_TooLarge):
+    pass
+
+
+def load_yaml(text: str | bytes, file: str = "<spec>") -> tuple[Any, SpecSource]:
+    """Parse one YAML document into plain data and its :class:`SpecSource`.
+
+    Raises :class:`SpecError`, with line numbers, for any problem."""
+    data, source, issues = read_yaml(text, file)
+    if issues:
+        raise SpecError(issues)
+    return data, source
+
+
+def read_yaml(text: str | bytes, file: str = "<spec>") -> tuple[Any, SpecSource, list[SpecIssue]]:
+    """Like :func:`load_yaml`, but returns problems that still leave usable data (a duplicate
+    key keeps its first value) instead of raising, so they can be reported with later ones."""
+
+    def fail(message: str, line: int | None = None, **value: Any) -> SpecError:
+        return SpecError(
+            [SpecIssue((), message, line=line, file=file, has_value=bool(value), **value)]
+        )
+
+    if isinstance(text, bytes):
+        if len(text) > MAX_FILE_BYTES:
+            raise fail(f"file is too large ({len(text)} bytes; the limit is {MAX_FILE_BYTES})")
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise fail(f"file is not UTF-8 text (bad byte at offset {exc.start})") from None
+    if len(text.encode("utf-8")) > MAX_FILE_BYTES:
+        raise fail(f"file is too large (the limit is {MAX_FILE_BYTES} bytes)")
+    if not text.strip():
+        raise fail("file is empty: a study file needs at least study, objective, metric, "
+                   "mode and parameters", line=1)
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            raise fail("file holds no YAML document (only comments?)", line=1)
+        converter = _Converter(loader, file)
+        data = converter.convert(root, ())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else None
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise fail(f"not valid YAML: {problem}", line=line) from None
+    except yaml.YAMLError as exc:
+        raise fail(f"not valid YAML: {exc}") from None
+    except _TooDeep as exc:
+        raise fail(f"nesting is deeper than {MAX_DEPTH} levels", line=exc.line) from None
+    except _TooLarge as exc:
+        raise fail(
+            f"document expands to more than {MAX_NODES} YAML nodes (alias bomb or huge file?)",
+            line=exc.line,
+        ) from None
+    except RecursionError:
+        raise fail("document is recursive (an alias refers to itself)") from None
+    finally:
+        loader.dispose()
+    return data, SpecSource(file=file, text=text, lines=converter.lines), converter.issues

@@ -1,0 +1,464 @@
+"""Turns a study file into a :class:`StudySpec`, or a :class:`SpecError` listing every problem.
+
+Structure is checked by the pydantic models of :mod:`searchsvc.spec.file_schema`; the rules that
+relate fields (ranges, roles, conditions) are checked here, each with its own message.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path as FsPath
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from searchsvc.errors import SpecError, SpecIssue
+from searchsvc.spec.file_schema import (
+    BudgetFile,
+    CheckpointsFile,
+    ParameterFile,
+    ResourcesFile,
+    StudyFile,
+)
+from searchsvc.spec.model import (
+    Budget,
+    ChoiceParameter,
+    Checkpoints,
+    Condition,
+    FixedParameter,
+    Parameter,
+    RangeParameter,
+    Resources,
+    StudySpec,
+)
+from searchsvc.spec.source import SpecSource, read_yaml
+
+PARAMETER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SECTIONS: dict[str, type[BaseModel]] = {
+    "budget": BudgetFile,
+    "resources": ResourcesFile,
+    "checkpoints": CheckpointsFile,
+}
+
+
+def load_spec(path: str | FsPath) -> StudySpec:
+    """Read and validate the study file at ``path``."""
+    path = FsPath(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError([SpecIssue((), f"cannot read file: {exc.strerror}", file=str(path))]) from None
+    return parse_spec(raw, file=str(path))
+
+
+def parse_spec(text: str | bytes, file: str = "<spec>") -> StudySpec:
+    """Validate study-file text (YAML or JSON); ``file`` names it in error messages."""
+    data, source, issues = read_yaml(text, file)
+    return spec_from_data(data, source, issues)
+
+
+def spec_from_data(data: Any, source: SpecSource, issues: list[SpecIssue] | None = None
+                   ) -> StudySpec:
+    """Validate already-parsed data; ``issues`` found while parsing are reported with the rest."""
+    issues = list(issues or [])
+    if not isinstance(data, dict):
+        raise SpecError([*issues, source.issue((), "a study file must be a mapping of fields",
+                                               data)])
+    try:
+        model = StudyFile.model_validate(data)
+    except ValidationError as exc:
+        raise SpecError([*issues, *(issue_from_pydantic(e, source) for e in exc.errors())]) from None
+    try:
+        spec = _SemanticCheck(model, source).build()
+    except SpecError as exc:
+        raise SpecError([*issues, *exc.issues]) from None
+    if issues:
+        raise SpecError(issues)
+    return spec
+
+
+def _allowed_fields(loc: tuple[str | int, ...]) -> list[str]:
+    if len(loc) == 1:
+        return list(StudyFile.model_fields)
+    if loc[0] == "parameters" and len(loc) == 3:
+        return list(ParameterFile.model_fields)
+    if loc[0] in _SECTIONS and len(loc) == 2:
+        return list(_SECTIONS[str(loc[0])].model_fields)
+    return []
+
+
+_TYPE_MESSAGES = {
+    "int_type": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_type": "must be a number",
+    "string_type": "must be a string",
+    "dict_type": "must be a mapping (key: value lines)",
+    "model_type": "must be a mapping (key: value lines)",
+    "model_attributes_type": "must be a mapping (key: value lines)",
+    "list_type": "must be a list",
+    "bool_type": "must be true or false",
+}
+
+
+def issue_from_pydantic(err: Mapping[str, Any], source: SpecSource,
+                        prefix: tuple[str | int, ...] = (),
+                        model: type[BaseModel] | None = None) -> SpecIssue:
+    """A pydantic validation error as a located, plain-language :class:`SpecIssue`."""
+    loc = (*prefix, *err["loc"])
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    if kind == "missing":
+        return source.issue(loc, "is required")
+    if kind == "extra_forbidden":
+        allowed = list(model.model_fields) if model is not None else _allowed_fields(loc)
+        message = "unknown field"
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        if close:
+            message += f" (did you mean '{close[0]}'?)"
+        if allowed:
+            message += f"; allowed: {', '.join(allowed)}"
+        return source.issue(loc, message)
+    if kind == "literal_error":
+        message = f"must be {ctx.get('expected', 'one of the allowed values')}"
+    elif kind in _TYPE_MESSAGES:
+        message = _TYPE_MESSAGES[kind]
+    elif kind == "greater_than":
+        message = f"must be greater than {ctx.get('gt')}"
+    elif kind == "greater_than_equal":
+        message = f"must be at least {ctx.get('ge')}"
+    elif kind == "value_error":
+        message = str(err["msg"]).removeprefix("Value error, ")
+    else:
+        msg = str(err["msg"])
+        message = msg[:1].lower() + msg[1:]
+    return source.issue(loc, message, err.get("input"))
+
+
+class _SemanticCheck:
+    """Checks the rules that relate fields, collecting every problem before failing."""
+
+    def __init__(self, model: StudyFile, source: SpecSource):
+        self.model = model
+        self.source = source
+        self.issues: list[SpecIssue] = []
+
+    def fail(self, path: tuple[str | int, ...], message: str, *value: Any) -> None:
+        self.issues.append(self.source.issue(path, message, *value))
+
+    def build(self) -> StudySpec:
+        m = self.model
+        if not m.parameters:
+            self.fail(("parameters",), "declare at least one parameter")
+        params: dict[str, Parameter] = {}
+        for name, raw in m.parameters.items():
+            param = self._parameter(name, raw)
+            if param is not None:
+                params[name] = param
+        params = self._conditions(params)
+        order = self._dependency_order(params)
+        budget = self._budget(m.budget)
+        resources = self._resources(m.resources)
+        if self.issues:
+            raise SpecError(self.issues)
+        return StudySpec(
+            name=m.study,
+            description=m.description,
+            objective=m.objective,
+            backend=m.backend,
+            metric=m.metric,
+            mode=m.mode,
+            searcher=m.searcher,
+            searcher_options=MappingProxyType(dict(m.searcher_options)),
+            budget=budget,
+            resources=resources,
+            seed=m.seed,
+            parameters=MappingProxyType(params),
+            parameter_order=order,
+            checkpoints=Checkpoints(keep_best=m.checkpoints.keep_best),
+            source=self.source,
+        )
+
+    # -- parameters --------------------------------------------------------------------------
+
+    def _parameter(self, name: str, raw: ParameterFile) -> Parameter | None:
+        path = ("parameters", name)
+        if not PARAMETER_NAME.fullmatch(name) or name.startswith("__"):
+            self.fail(path, "parameter names must be identifiers (letters, digits, '_'; "
+                      "not starting with a digit or '__')", name)
+            return None
+        given = raw.model_fields_set
+        role = raw.role or ("fixed" if "value" in given else "nuisance")
+        if role == "fixed":
+            return self._fixed(name, raw, given)
+        if "value" in given:
+            self.fail((*path, "value"), f"`value` is only for fixed parameters; a {role} "
+                      "parameter takes low/high or values", raw.value)
+            return None
+        has_range = "low" in given or "high" in given
+        if has_range and raw.values is not None:
+            self.fail(path, "give either low/high or values, not both")
+            return None
+        if raw.values is not None:
+            return self._choice(name, role, raw, given)
+        if has_range:
+            return self._range(name, role, raw, given)
+        self.fail(path, f"a {role} parameter needs low and high, or values")
+        return None
+
+    def _fixed(self, name: str, raw: ParameterFile, given: set[str]) -> Parameter | None:
+        path = ("parameters", name)
+        if "value" not in given:
+            self.fail(path, "a fixed parameter needs `value`")
+            return None
+        extra = sorted(given & {"low", "high", "values", "scale", "step"})
+        if extra:
+            self.fail((*path, extra[0]), "a fixed parameter takes only `value` (and `when`), "
+                      f"not {', '.join(extra)}")
+            return None
+        if not _is_plain_data(raw.value):
+            self.fail((*path, "value"), "must be plain data (string, number, boolean, list "
+                      "or mapping)", raw.value)
+            return None
+        return FixedParameter(name=name, value=raw.value)
+
+    def _choice(self, name: str, role: str, raw: ParameterFile, given: set[str]) -> Parameter | None:
+        path = ("parameters", name)
+        values = list(raw.values or [])
+        for key in ("scale", "step"):
+            if key in given:
+                self.fail((*path, key), f"`{key}` applies to low/high ranges, not to values",
+                          getattr(raw, key))
+                return None
+        if not values:
+            self.fail((*path, "values"), "must list at least one value", values)
+            return None
+        seen: list[Any] = []
+        for i, v in enumerate(values):
+            if any(v == s and type(v) is type(s) for s in seen):
+                self.fail((*path, "values", i), "duplicate value", v)
+                return None
+            seen.append(v)
+        kind = raw.type or _infer_kind(values)
+        if kind == "int" and not all(_is_int(v) for v in values):
+            bad = next(v for v in values if not _is_int(v))
+            self.fail((*path, "values"), "type int needs whole numbers", bad)
+            return None
+        if kind == "float" and not all(_is_number(v) for v in values):
+            bad = next(v for v in values if not _is_number(v))
+            self.fail((*path, "values"), "type float needs numbers", bad)
+            return None
+        if kind == "float":
+            values = [float(v) for v in values]
+        elif kind == "int":
+            values = [int(v) for v in values]
+        return ChoiceParameter(name=name, role=role, kind=kind, values=tuple(values))
+
+    def _range(self, name: str, role: str, raw: ParameterFile, given: set[str]) -> Parameter | None:
+        path = ("parameters", name)
+        ok = True
+        for key in ("low", "high"):
+            if key not in given or getattr(raw, key) is None:
+                self.fail(path, f"a range needs both low and high; `{key}` is missing")
+                ok = False
+        if not ok:
+            return None
+        low, high = raw.low, raw.high
+        assert low is not None and high is not None
+        kind = raw.type or ("int" if _is_int(low) and _is_int(high)
+                            and (raw.step is None or _is_int(raw.step)) else "float")
+        scale = raw.scale or "linear"
+        if kind == "categorical":
+            self.fail((*path, "type"), "a categorical parameter takes `values`, not low/high",
+                      kind)
+            return None
+        if not (math.isfinite(low) and math.isfinite(high)):
+            self.fail((*path, "low" if not math.isfinite(low) else "high"),
+                      "must be a finite number", low if not math.isfinite(low) else high)
+            return None
+        if kind == "int":
+            for key in ("low", "high", "step"):
+                v = getattr(raw, key)
+                if v is not None and not _is_int(v):
+                    self.fail((*path, key), "type int needs whole numbers", v)
+                    ok = False
+        if low >= high:
+            self.fail((*path, "low"), f"low must be less than high ({high})", low)
+            ok = False
+        if scale == "log" and low <= 0:
+            self.fail((*path, "low"), "a log-scale range needs low > 0", low)
+            ok = False
+        step = raw.step
+        if step is not None:
+            if scale == "log":
+                self.fail((*path, "step"), "`step` cannot be combined with scale: log", step)
+                ok = False
+            elif step <= 0:
+                self.fail((*path, "step"), "must be greater than 0", step)
+                ok = False
+            elif ok and not _divides(step, high - low):
+                self.fail((*path, "step"), f"must divide high - low ({high - low:g}) evenly",
+                          step)
+                ok = False
+        if role == "scientific" and kind == "float" and step is None:
+            self.fail(path, "a scientific parameter must take discrete values: give `values` or "
+                      "a `step` (the study compares the metric value by value)")
+            ok = False
+        if not ok:
+            return None
+        return RangeParameter(
+            name=name, role=role, kind=kind,
+            low=int(low) if kind == "int" else float(low),
+            high=int(high) if kind == "int" else float(high),
+            scale=scale, step=None if step is None else (int(step) if kind == "int" else step),
+        )
+
+    # -- conditions --------------------------------------------------------------------------
+
+    def _conditions(self, params: dict[str, Parameter]) -> dict[str, Parameter]:
+        result = dict(params)
+        for name, raw in self.model.parameters.items():
+            if name not in params or not raw.when:
+                continue
+            path = ("parameters", name, "when")
+            conditions = []
+            for parent, wanted in raw.when.items():
+                cond = self._condition(name, parent, wanted, params, (*path, parent))
+                if cond is not None:
+                    conditions.append(cond)
+            result[name] = _with_conditions(params[name], tuple(conditions))
+        return result
+
+    def _condition(self, name: str, parent: str, wanted: Any, params: Mapping[str, Parameter],
+                   path: tuple[str | int, ...]) -> Condition | None:
+        if parent == name:
+            self.fail(path, "a parameter cannot depend on itself", parent)
+            return None
+        if parent not in params:
+            if parent in self.model.parameters:
+                return None  # the parent has its own error already
+            message = "names a parameter that is not declared"
+            close = difflib.get_close_matches(parent, list(params), n=1)
+            if close:
+                message += f" (did you mean '{close[0]}'?)"
+            self.fail(path, message, parent)
+            return None
+        parent_param = params[parent]
+        if not parent_param.is_discrete:
+            self.fail(path, f"'{parent}' is a continuous range; conditions need a parameter with "
+                      "discrete values", parent)
+            return None
+        if params[name].role == "scientific" and parent_param.role == "nuisance":
+            self.fail(path, "a scientific parameter can only depend on scientific or fixed "
+                      f"parameters; '{parent}' is nuisance", parent)
+            return None
+        values = wanted if isinstance(wanted, list) else [wanted]
+        choices = parent_param.choices()
+        for v in values:
+            if not isinstance(v, str | int | float | bool):
+                self.fail(path, "condition values must be single values or a list of them", v)
+                return None
+            # A condition on a fixed parent may name another value: it documents the parameter
+            # for the day the fixed value changes. A searched parent must be able to take it.
+            if parent_param.role != "fixed" and v not in choices:
+                shown = ", ".join(repr(c) for c in choices[:10])
+                self.fail(path, f"'{parent}' never takes this value (its values: {shown})", v)
+                return None
+        return Condition(parent=parent, values=tuple(values))
+
+    def _dependency_order(self, params: Mapping[str, Parameter]) -> tuple[str, ...]:
+        """Parameters ordered so that each comes after the ones its `when` names."""
+        order: list[str] = []
+        state: dict[str, str] = {}
+
+        def visit(name: str, trail: list[str]) -> None:
+            if state.get(name) == "done":
+                return
+            if state.get(name) == "visiting":
+                cycle = trail[trail.index(name):] + [name]
+                self.fail(("parameters", name, "when"),
+                          f"conditions form a cycle: {' -> '.join(cycle)}")
+                raise _Cycle
+            state[name] = "visiting"
+            for cond in params[name].when:
+                if cond.parent in params:
+                    visit(cond.parent, [*trail, name])
+            state[name] = "done"
+            order.append(name)
+
+        for name in params:
+            try:
+                visit(name, [])
+            except _Cycle:
+                return tuple(params)
+        return tuple(order)
+
+    # -- sections ----------------------------------------------------------------------------
+
+    def _budget(self, raw: BudgetFile) -> Budget:
+        for key in ("time_limit_s", "trial_timeout_s"):
+            v = getattr(raw, key)
+            if v is not None and not v > 0:
+                self.fail(("budget", key), "must be greater than 0 seconds", v)
+        return Budget(
+            trials=raw.trials, max_concurrent=raw.max_concurrent, max_steps=raw.max_steps,
+            time_limit_s=raw.time_limit_s, max_failures=raw.max_failures,
+            trial_timeout_s=raw.trial_timeout_s,
+        )
+
+    def _resources(self, raw: ResourcesFile) -> Resources:
+        if raw.cpu < 0:
+            self.fail(("resources", "cpu"), "must be at least 0", raw.cpu)
+        if raw.gpu < 0:
+            self.fail(("resources", "gpu"), "must be at least 0", raw.gpu)
+        elif raw.gpu > 1 and raw.gpu != int(raw.gpu):
+            self.fail(("resources", "gpu"), "above 1 a trial needs whole GPUs (fractions are "
+                      "for sharing one GPU)", raw.gpu)
+        if raw.cpu == 0 and raw.gpu == 0:
+            self.fail(("resources",), "a trial needs some cpu or gpu")
+        return Resources(cpu=float(raw.cpu), gpu=float(raw.gpu))
+
+
+class _Cycle(Exception):
+    pass
+
+
+def _with_conditions(param: Parameter, when: tuple[Condition, ...]) -> Parameter:
+    return replace(param, when=when)
+
+
+def _is_int(v: Any) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or (
+        isinstance(v, float) and v.is_integer()
+    )
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool)
+
+
+def _infer_kind(values: list[Any]) -> str:
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return "int"
+    if all(_is_number(v) for v in values):
+        return "float"
+    return "categorical"
+
+
+def _divides(step: float, width: float) -> bool:
+    ratio = width / step
+    return abs(ratio - round(ratio)) < 1e-9 * max(1.0, abs(ratio))
+
+
+def _is_plain_data(v: Any) -> bool:
+    if v is None or isinstance(v, str | int | float | bool):
+        return True
+    if isinstance(v, list):
+        return all(_is_plain_data(x) for x in v)
+    if isinstance(v, dict):
+        return all(isinstance(k, str) and _is_plain_data(x) for k, x in v.items())
+    return False

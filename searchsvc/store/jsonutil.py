@@ -1,0 +1,34 @@
+"""JSON that round-trips NaN and infinities portably (PostgreSQL rejects bare NaN in JSON)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, dict):
+        return {str(k): _encode(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encode(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _encode(value.item())
+    return value
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(_encode(value), allow_nan=False, default=str)
+
+
+def loads_metrics(text: str) -> dict[str, Any]:
+    """Decode a metrics mapping, turning the NaN/infinity markers back into floats."""
+    return {k: _SPECIAL.get(v, v) if isinstance(v, str) else v for k, v in json.loads(text).items()}
+
+
+def loads(text: str) -> Any:
+    return json.loads(text)

@@ -1,0 +1,76 @@
+"""Database tables (SQLAlchemy 2 ORM). Portable across SQLite and PostgreSQL: times are epoch
+seconds, structured fields are JSON text written by :mod:`searchsvc.store.jsonutil`."""
+
+from __future__ import annotations
+
+from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class StudyRow(Base):
+    __tablename__ = "studies"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True, nullable=False)
+    state: Mapped[str] = mapped_column(String(20), nullable=False)
+    metric: Mapped[str] = mapped_column(String(200), nullable=False)
+    mode: Mapped[str] = mapped_column(String(3), nullable=False)
+    searcher: Mapped[str] = mapped_column(String(50), nullable=False)
+    spec_text: Mapped[str] = mapped_column(Text, nullable=False)
+    spec_file: Mapped[str] = mapped_column(Text, nullable=False)
+    total_trials: Mapped[int | None] = mapped_column(Integer)
+    results_dir: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[float] = mapped_column(Float, nullable=False)
+    started_at: Mapped[float | None] = mapped_column(Float)
+    finished_at: Mapped[float | None] = mapped_column(Float)
+    provenance: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
+    driver: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
+
+    trials: Mapped[list[TrialRow]] = relationship(
+        back_populates="study", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class TrialRow(Base):
+    __tablename__ = "trials"
+    __table_args__ = (UniqueConstraint("study_id", "number", name="uq_trial_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(
+        ForeignKey("studies.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    number: Mapped[int] = mapped_column(Integer, nullable=False)
+    state: Mapped[str] = mapped_column(String(20), nullable=False)
+    config: Mapped[str] = mapped_column(Text, nullable=False)
+    arm: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
+    seed: Mapped[int] = mapped_column(Integer, nullable=False)
+    attempts: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    error: Mapped[str | None] = mapped_column(Text)
+    started_at: Mapped[float | None] = mapped_column(Float)
+    finished_at: Mapped[float | None] = mapped_column(Float)
+    best_value: Mapped[float | None] = mapped_column(Float)
+    best_step: Mapped[int | None] = mapped_column(Integer)
+    last_step: Mapped[int | None] = mapped_column(Integer)
+    node: Mapped[str | None] = mapped_column(String(255))
+    checkpoints: Mapped[str] = mapped_column(Text, nullable=False, default="[]")
+
+    study: Mapped[StudyRow] = relationship(back_populates="trials")
+
+
+class MeasurementRow(Base):
+    __tablename__ = "measurements"
+    __table_args__ = (Index("ix_measurement_trial_step", "trial_id", "attempt", "step"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    trial_id: Mapped[int] = mapped_column(
+        ForeignKey("trials.id", ondelete="CASCADE"), nullable=False
+    )
+    attempt: Mapped[int] = mapped_column(Integer, nullable=False, default=1)
+    step: Mapped[int] = mapped_column(Integer, nullable=False)
+    value: Mapped[float | None] = mapped_column(Float)
+    metrics: Mapped[str] = mapped_column(Text, nullable=False)
+    recorded_at: Mapped[float] = mapped_column(Float, nullable=False)

@@ -1,0 +1,285 @@
+"""The study store on any SQLAlchemy database (SQLite embedded, PostgreSQL in production)."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import create_engine, delete, event, func, select, update
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+
+from searchsvc.errors import ConflictError, NotFoundError, StoreError
+from searchsvc.store import jsonutil
+from searchsvc.store.records import (
+    FINISHED_TRIAL_STATES,
+    STUDY_CREATED,
+    TRIAL_INTERRUPTED,
+    TRIAL_RUNNING,
+    TRIAL_STATES,
+    Measurement,
+    StudyRecord,
+    TrialRecord,
+)
+from searchsvc.store.schema import Base, MeasurementRow, StudyRow, TrialRow
+
+
+def searchsvc_home() -> Path:
+    """Where the default database and results live: ``$SEARCHSVC_HOME`` or ``~/.searchsvc``."""
+    return Path(os.environ.get("SEARCHSVC_HOME") or Path.home() / ".searchsvc").expanduser()
+
+
+def default_storage_url() -> str:
+    return f"sqlite:///{searchsvc_home() / 'searchsvc.db'}"
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    # WAL lets readers (searchsvc show, the service) work while a study writes.
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.close()
+
+
+class Store:
+    """Studies, trials and measurements in one database.
+
+    Contract: every method is a complete transaction; what a method has returned from is durable.
+    A trial number is unique within its study; a finished trial is never started again.
+    """
+
+    def __init__(self, url: str | None = None):
+        self.url = url or default_storage_url()
+        self.engine = self._engine(self.url)
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        try:
+            Base.metadata.create_all(self.engine)
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot open the store at {self._safe_url()}: {exc}") from None
+
+    @staticmethod
+    def _engine(url: str) -> Engine:
+        if url.startswith("sqlite"):
+            database = url.split("///", 1)[1] if "///" in url else ""
+            if database and database != ":memory:":
+                Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+            event.listen(engine, "connect", _sqlite_pragmas)
+            return engine
+        return create_engine(url, pool_pre_ping=True)
+
+    def _safe_url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    @contextmanager
+    def _session(self) -> Iterator[Session]:
+        session = self._sessions()
+        try:
+            yield session
+            session.commit()
+        except (ConflictError, NotFoundError):
+            session.rollback()
+            raise
+        except OperationalError as exc:
+            session.rollback()
+            raise StoreError(f"store {self._safe_url()} failed: {exc.orig}") from None
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- studies -------------------------------------------------------------------------------
+
+    def create_study(self, *, name: str, metric: str, mode: str, searcher: str, spec_text: str,
+                     spec_file: str, total_trials: int | None, results_dir: str | None,
+                     provenance: Mapping[str, Any]) -> StudyRecord:
+        """Create a study; :class:`ConflictError` if the name is taken."""
+        row = StudyRow(
+            name=name, state=STUDY_CREATED, metric=metric, mode=mode, searcher=searcher,
+            spec_text=spec_text, spec_file=spec_file, total_trials=total_trials,
+            results_dir=results_dir, created_at=time.time(),
+            provenance=jsonutil.dumps(dict(provenance)), driver="{}",
+        )
+        try:
+            with self._session() as s:
+                s.add(row)
+                s.flush()
+                return self._study_record(s, row)
+        except IntegrityError:
+            raise ConflictError(f"a study named {name!r} already exists") from None
+
+    def get_study(self, name: str) -> StudyRecord:
+        with self._session() as s:
+            return self._study_record(s, self._study_row(s, name))
+
+    def list_studies(self) -> list[StudyRecord]:
+        with self._session() as s:
+            rows = s.scalars(select(StudyRow).order_by(StudyRow.created_at)).all()
+            return [self._study_record(s, r) for r in rows]
+
+    def update_study(self, name: str, **fields: Any) -> StudyRecord:
+        """Set study fields: state, total_trials, results_dir, started_at, finished_at,
+        driver (mapping), provenance (mapping)."""
+        allowed = {"state", "total_trials", "results_dir", "started_at", "finished_at",
+                   "driver", "provenance"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"cannot update study fields {sorted(unknown)}")
+        with self._session() as s:
+            row = self._study_row(s, name)
+            for key, value in fields.items():
+                if key in ("driver", "provenance"):
+                    value = jsonutil.dumps(dict(value))
+                setattr(row, key, value)
+            s.flush()
+            return self._study_record(s, row)
+
+    def delete_study(self, name: str) -> None:
+        with self._session() as s:
+            row = self._study_row(s, name)
+            trial_ids = select(TrialRow.id).where(TrialRow.study_id == row.id)
+            s.execute(delete(MeasurementRow).where(MeasurementRow.trial_id.in_(trial_ids)))
+            s.execute(delete(TrialRow).where(TrialRow.study_id == row.id))
+            s.delete(row)
+
+    # -- trials --------------------------------------------------------------------------------
+
+    def start_trial(self, study_id: int, *, number: int, config: Mapping[str, Any],
+                    arm: Mapping[str, Any], seed: int, node: str | None = None) -> TrialRecord:
+        """Mark trial ``number`` running: a new trial, or a new attempt of an unfinished one.
+        :class:`ConflictError` if that trial already finished (it must never run twice)."""
+        now = time.time()
+        with self._session() as s:
+            row = s.scalars(select(TrialRow).where(
+                TrialRow.study_id == study_id, TrialRow.number == number)).one_or_none()
+            if row is None:
+                row = TrialRow(
+                    study_id=study_id, number=number, state=TRIAL_RUNNING,
+                    config=jsonutil.dumps(dict(config)), arm=jsonutil.dumps(dict(arm)),
+                    seed=seed, attempts=1, started_at=now, node=node, checkpoints="[]",
+                )
+                s.add(row)
+            elif row.state in FINISHED_TRIAL_STATES:
+                raise ConflictError(f"trial {number} of study {study_id} already finished "
+                                    f"({row.state}); it is never run twice")
+            else:
+                row.attempts += 1
+                row.state = TRIAL_RUNNING
+                row.config = jsonutil.dumps(dict(config))
+                row.started_at, row.finished_at, row.error = now, None, None
+                row.best_value = row.best_step = row.last_step = None
+                row.node = node
+            s.flush()
+            return self._trial_record(row, ())
+
+    def record_measurements(self, trial_id: int, attempt: int, mode: str,
+                            items: Iterable[tuple[int, float | None, Mapping[str, Any]]]) -> None:
+        """Append (step, value, metrics) rows of one attempt and update the trial's best and
+        last step. A non-finite value is kept in ``metrics`` and never becomes the best."""
+        now = time.time()
+        with self._session() as s:
+            row = s.get(TrialRow, trial_id)
+            if row is None:
+                raise NotFoundError(f"no trial with id {trial_id}")
+            for step, value, metrics in items:
+                finite = value is not None and math.isfinite(value)
+                s.add(MeasurementRow(
+                    trial_id=trial_id, attempt=attempt, step=step,
+                    value=float(value) if finite else None,  # type: ignore[arg-type]
+                    metrics=jsonutil.dumps(dict(metrics)), recorded_at=now,
+                ))
+                row.last_step = max(row.last_step or 0, step)
+                if finite and (row.best_value is None or (
+                        value < row.best_value if mode == "min" else value > row.best_value)):  # type: ignore[operator]
+                    row.best_value, row.best_step = float(value), step  # type: ignore[arg-type]
+
+    def finish_trial(self, trial_id: int, state: str, *, error: str | None = None,
+                     checkpoints: Iterable[str] | None = None) -> None:
+        if state not in TRIAL_STATES:
+            raise ValueError(f"unknown trial state {state!r} (valid: {', '.join(TRIAL_STATES)})")
+        with self._session() as s:
+            row = s.get(TrialRow, trial_id)
+            if row is None:
+                raise NotFoundError(f"no trial with id {trial_id}")
+            row.state = state
+            row.finished_at = time.time()
+            if error is not None:
+                row.error = error[-20_000:]
+            if checkpoints is not None:
+                row.checkpoints = jsonutil.dumps(list(checkpoints))
+
+    def interrupt_running_trials(self, study_id: int) -> int:
+        """Mark the study's running trials interrupted (their driver is gone); returns how many."""
+        with self._session() as s:
+            result = s.execute(
+                update(TrialRow)
+                .where(TrialRow.study_id == study_id, TrialRow.state == TRIAL_RUNNING)
+                .values(state=TRIAL_INTERRUPTED, finished_at=time.time())
+            )
+            return int(result.rowcount or 0)  # type: ignore[attr-defined]
+
+    def get_trials(self, study_name: str, *, measurements: bool = False) -> list[TrialRecord]:
+        """The study's trials by number, with their measurements if asked."""
+        with self._session() as s:
+            study = self._study_row(s, study_name)
+            rows = s.scalars(select(TrialRow).where(TrialRow.study_id == study.id)
+                             .order_by(TrialRow.number)).all()
+            by_trial: dict[int, list[Measurement]] = {r.id: [] for r in rows}
+            if measurements and rows:
+                query = (select(MeasurementRow)
+                         .join(TrialRow, TrialRow.id == MeasurementRow.trial_id)
+                         .where(TrialRow.study_id == study.id)
+                         .order_by(MeasurementRow.trial_id, MeasurementRow.attempt,
+                                   MeasurementRow.step, MeasurementRow.id))
+                for m in s.scalars(query):
+                    by_trial[m.trial_id].append(Measurement(
+                        step=m.step, value=m.value, metrics=jsonutil.loads_metrics(m.metrics),
+                        attempt=m.attempt, recorded_at=m.recorded_at))
+            return [self._trial_record(r, tuple(by_trial[r.id])) for r in rows]
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _study_row(self, s: Session, name: str) -> StudyRow:
+        row = s.scalars(select(StudyRow).where(StudyRow.name == name)).one_or_none()
+        if row is None:
+            raise NotFoundError(f"no study named {name!r} in {self._safe_url()}")
+        return row
+
+    def _study_record(self, s: Session, row: StudyRow) -> StudyRecord:
+        counts = dict(s.execute(
+            select(TrialRow.state, func.count()).where(TrialRow.study_id == row.id)
+            .group_by(TrialRow.state)).all())
+        best_fn = func.min if row.mode == "min" else func.max
+        best = s.scalar(select(best_fn(TrialRow.best_value)).where(TrialRow.study_id == row.id))
+        return StudyRecord(
+            id=row.id, name=row.name, state=row.state, metric=row.metric, mode=row.mode,
+            searcher=row.searcher, spec_text=row.spec_text, spec_file=row.spec_file,
+            created_at=row.created_at, total_trials=row.total_trials,
+            results_dir=row.results_dir, started_at=row.started_at,
+            finished_at=row.finished_at, provenance=jsonutil.loads(row.provenance),
+            driver=jsonutil.loads(row.driver), trial_counts={k: int(v) for k, v in counts.items()},
+            best_value=best,
+        )
+
+    @staticmethod
+    def _trial_record(row: TrialRow, measurements: tuple[Measurement, ...]) -> TrialRecord:
+        return TrialRecord(
+            id=row.id, study_id=row.study_id, number=row.number, state=row.state,
+            config=jsonutil.loads(row.config), arm=jsonutil.loads(row.arm), seed=row.seed,
+            attempts=row.attempts, error=row.error, started_at=row.started_at,
+            finished_at=row.finished_at, best_value=row.best_value, best_step=row.best_step,
+            last_step=row.last_step, node=row.node,
+            checkpoints=tuple(jsonutil.loads(row.checkpoints)), measurements=measurements,
+        )
