@@ -205,6 +205,11 @@ class Store:
                         value < row.best_value if mode == "min" else value > row.best_value)):  # type: ignore[operator]
                     row.best_value, row.best_step = float(value), step  # type: ignore[arg-type]
 
+    def set_trial_node(self, trial_id: int, node: str) -> None:
+        """Record where (host, node address) the trial runs."""
+        with self._session() as s:
+            s.execute(update(TrialRow).where(TrialRow.id == trial_id).values(node=node[:255]))
+
     def finish_trial(self, trial_id: int, state: str, *, error: str | None = None,
                      checkpoints: Iterable[str] | None = None) -> None:
         if state not in TRIAL_STATES:

@@ -1,0 +1,93 @@
+"""A PyTorch MLP on scikit-learn's bundled 8x8 digits (no download), for real tuning studies.
+
+Config (all optional but ``learning_rate``): num_layers, hidden_units, activation
+(relu|tanh|gelu), dropout, optimizer (adam|sgd), momentum, weight_decay, batch_size.
+Reports train_loss, val_loss and val_error every epoch for ``budget.max_steps`` epochs, checkpoints
+through searchsvc's helper when the study keeps checkpoints, and resumes from one.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import torch
+from torch import nn
+
+from searchsvc import sdk
+
+_ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
+
+
+@functools.lru_cache(maxsize=1)
+def load_data() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Standardised digits, split 80/20 with a fixed seed; loaded once per worker process."""
+    from sklearn.datasets import load_digits
+    from sklearn.model_selection import train_test_split
+
+    x, y = load_digits(return_X_y=True)
+    x_train, x_val, y_train, y_val = train_test_split(
+        x.astype(np.float32), y, test_size=0.2, random_state=0, stratify=y)
+    mean, std = x_train.mean(0), x_train.std(0) + 1e-6
+    return (torch.from_numpy((x_train - mean) / std), torch.from_numpy(y_train).long(),
+            torch.from_numpy((x_val - mean) / std), torch.from_numpy(y_val).long())
+
+
+def build_model(config: dict, n_in: int = 64, n_out: int = 10) -> nn.Module:
+    layers: list[nn.Module] = []
+    width = n_in
+    for i in range(int(config.get("num_layers", 2))):
+        units = int(config.get(f"units_{i}", config.get("hidden_units", 64)))
+        layers += [nn.Linear(width, units), _ACTIVATIONS[config.get("activation", "relu")]()]
+        if config.get("dropout", 0.0):
+            layers.append(nn.Dropout(float(config["dropout"])))
+        width = units
+    layers.append(nn.Linear(width, n_out))
+    return nn.Sequential(*layers)
+
+
+def make_optimizer(config: dict, params: object) -> torch.optim.Optimizer:
+    lr, wd = float(config["learning_rate"]), float(config.get("weight_decay", 0.0))
+    if config.get("optimizer", "adam") == "sgd":
+        return torch.optim.SGD(params, lr=lr, momentum=float(config.get("momentum", 0.9)),
+                               weight_decay=wd)
+    return torch.optim.Adam(params, lr=lr, weight_decay=wd)
+
+
+def train(config: dict) -> None:
+    sdk.seed_everything()
+    device = sdk.device()
+    x_train, y_train, x_val, y_val = (t.to(device) for t in load_data())
+    model = build_model(config).to(device)
+    optimizer = make_optimizer(config, model.parameters())
+    loss_fn = nn.CrossEntropyLoss()
+    batch_size = int(config.get("batch_size", 64))
+    start = 1
+    state = sdk.restore()
+    if state is not None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        start = int(state["epoch"]) + 1
+    generator = torch.Generator().manual_seed(sdk.trial_context().seed)
+    for epoch in range(start, sdk.max_steps(20) + 1):
+        model.train()
+        total, count = 0.0, 0
+        for idx in torch.randperm(len(x_train), generator=generator).split(batch_size):
+            idx = idx.to(device)
+            optimizer.zero_grad()
+            loss = loss_fn(model(x_train[idx]), y_train[idx])
+            loss.backward()
+            optimizer.step()
+            total += float(loss) * len(idx)
+            count += len(idx)
+        model.eval()
+        with torch.no_grad():
+            logits = model(x_val)
+            val_loss = float(loss_fn(logits, y_val))
+            val_error = float((logits.argmax(1) != y_val).float().mean())
+        sdk.report(
+            {"train_loss": total / count, "val_loss": val_loss, "val_error": val_error,
+             "epoch": epoch},
+            state=lambda epoch=epoch: {"model": model.state_dict(),
+                                       "optimizer": optimizer.state_dict(), "epoch": epoch},
+        )

@@ -1,0 +1,225 @@
+"""The `searchsvc` command line (DESIGN.md, "Command line").
+
+Every user-caused error is a :class:`SearchsvcError`: its message is printed (never a traceback)
+and the process exits with the error's exit code (2 for a bad study file).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from searchsvc import __version__
+from searchsvc.errors import SearchsvcError, SpecError
+from searchsvc.store import Store
+
+app = typer.Typer(
+    name="searchsvc", no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
+    help="Hyperparameter search on Ray Tune, following the Deep Learning Tuning Playbook.",
+)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+StorageOpt = Annotated[str | None, typer.Option(
+    "--storage", envvar="SEARCHSVC_STORAGE",
+    help="SQLAlchemy URL of the store (default: SQLite in $SEARCHSVC_HOME).")]
+AddressOpt = Annotated[str | None, typer.Option(
+    "--address", help="Attach to a Ray cluster: auto | host:port | ray://host:10001 "
+    "(default: start an embedded Ray).")]
+ResultsOpt = Annotated[Path | None, typer.Option(
+    "--results", help="Folder for results (default: $SEARCHSVC_HOME/results).")]
+
+
+def _store(storage: str | None) -> Store:
+    return Store(storage)
+
+
+@app.command()
+def validate(specs: Annotated[list[Path], typer.Argument(help="Study files to check.")]) -> None:
+    """Check study files; print every problem as FILE:LINE: field: message (got VALUE)."""
+    from searchsvc.validation import validate_file
+
+    problems: list[str] = []
+    for path in specs:
+        try:
+            spec = validate_file(path)
+        except SpecError as exc:
+            problems.extend(i.render() for i in exc.issues)
+            continue
+        out.print(f"{path}: ok — study {spec.name!r}, searcher {spec.searcher}, "
+                  f"{len(spec.parameters)} parameters")
+    if problems:
+        for line in problems:
+            err.print(line, markup=False)
+        raise typer.Exit(2)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the study file (for editor completion)."""
+    from searchsvc.spec import json_schema
+
+    print(json.dumps(json_schema(), indent=2))
+
+
+@app.command()
+def run(
+    spec: Annotated[Path, typer.Argument(help="The study file.")],
+    address: AddressOpt = None,
+    storage: StorageOpt = None,
+    results: ResultsOpt = None,
+    overwrite: Annotated[bool, typer.Option(
+        "--overwrite", help="Replace an existing study of the same name.")] = False,
+    num_cpus: Annotated[int | None, typer.Option(
+        "--num-cpus", help="CPUs of the embedded Ray (default: all).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v",
+                                          help="Show the objectives' own output.")] = False,
+) -> None:
+    """Run a study: validate it, run its trials on Ray Tune, store them, write the report."""
+    from searchsvc.runner import RunOptions, create_study
+    from searchsvc.validation import validate_file
+
+    parsed = validate_file(spec)
+    store = _store(storage)
+    options = RunOptions(address=address, results_root=results, num_cpus=num_cpus,
+                         verbose=verbose)
+    study = create_study(parsed, store, options, overwrite=overwrite)
+    _drive(study.name, store, options)
+
+
+@app.command()
+def resume(
+    study: Annotated[str, typer.Argument(help="Name of the study to continue.")],
+    address: AddressOpt = None,
+    storage: StorageOpt = None,
+    num_cpus: Annotated[int | None, typer.Option("--num-cpus")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Continue an interrupted study: finished trials are kept and never re-run."""
+    from searchsvc.runner import RunOptions
+
+    store = _store(storage)
+    _drive(study, store, RunOptions(address=address, num_cpus=num_cpus, verbose=verbose))
+
+
+def _drive(name: str, store: Store, options: object) -> None:
+    from searchsvc.report import write_report
+    from searchsvc.runner import RunOptions, run_study
+
+    assert isinstance(options, RunOptions)
+    outcome = run_study(name, store, options)
+    report = write_report(store, name)
+    state = outcome.study.state
+    out.print(f"study {name}: {state} — {outcome.finished}/{outcome.total} trials finished "
+              f"({outcome.reason})")
+    if outcome.study.best_value is not None:
+        out.print(f"best {outcome.study.metric}: {outcome.study.best_value:.6g}")
+    if state != "completed":
+        out.print(f"continue it with: searchsvc resume {name}")
+    out.print(f"report: {report.main.resolve()}")
+    if outcome.reason == "stopped by Ctrl-C":
+        raise typer.Exit(130)
+
+
+@app.command("list")
+def list_studies(storage: StorageOpt = None) -> None:
+    """List the studies in the store."""
+    studies = _store(storage).list_studies()
+    if not studies:
+        out.print("no studies yet — run one with: searchsvc run spaces/quickstart.yaml")
+        return
+    table = Table("study", "state", "searcher", "trials", "best", "created")
+    for s in studies:
+        finished = sum(n for k, n in s.trial_counts.items() if k != "running")
+        best = "–" if s.best_value is None else f"{s.metric}={s.best_value:.4g}"
+        table.add_row(s.name, s.state, s.searcher, f"{finished}/{s.total_trials or '?'}", best,
+                      time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_at)))
+    out.print(table)
+
+
+@app.command()
+def show(study: Annotated[str, typer.Argument()], storage: StorageOpt = None) -> None:
+    """Show a study's state, counts and best trials."""
+    from searchsvc.analysis import summarize
+
+    store = _store(storage)
+    record = store.get_study(study)
+    trials = store.get_trials(study)
+    summary = summarize(record, trials)
+    out.print(f"[b]{record.name}[/b] — {record.state}, searcher {record.searcher}, "
+              f"metric {record.metric} ({record.mode})")
+    out.print("trials: " + ", ".join(f"{n} {k}" for k, n in summary.counts.items() if n)
+              + f" (of {record.total_trials})")
+    table = Table("trial", record.metric, "best step", "config")
+    for t in summary.best_trials:
+        config = ", ".join(f"{k}={_short(v)}" for k, v in t.config.items())
+        table.add_row(str(t.number), f"{t.value:.6g}", f"{t.best_step}/{t.last_step}", config)
+    out.print(table)
+    if record.results_dir:
+        out.print(f"results: {record.results_dir}")
+
+
+@app.command()
+def report(
+    study: Annotated[str, typer.Argument()],
+    fmt: Annotated[str, typer.Option("--format", help="Comma-separated: html,md,json.")] =
+    "html,md,json",
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
+    storage: StorageOpt = None,
+) -> None:
+    """Write a study's report (trials.csv always; html, md, json as asked)."""
+    from searchsvc.report import write_report
+
+    files = write_report(_store(storage), study, out_dir,
+                         [f.strip() for f in fmt.split(",") if f.strip()])
+    for kind, path in files.files.items():
+        out.print(f"{kind}: {path.resolve()}")
+
+
+@app.command()
+def version() -> None:
+    """Print searchsvc's version."""
+    out.print(__version__)
+
+
+def _short(value: object) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        app(args=argv, standalone_mode=False)
+    except SearchsvcError as exc:
+        err.print(str(exc), markup=False)
+        return exc.exit_code
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        err.print("aborted")
+        return 130
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            return exc.exit_code
+        raise
+    return 0
+
+
+def entrypoint() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entrypoint()

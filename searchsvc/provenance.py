@@ -1,0 +1,53 @@
+"""What reproduces a study: versions, the objective's git commit, seed, host, command line."""
+
+from __future__ import annotations
+
+import platform
+import socket
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+TRACKED_PACKAGES = ("searchsvc", "ray", "torch", "optuna", "numpy", "scipy")
+
+
+def package_versions() -> dict[str, str]:
+    versions = {}
+    for name in TRACKED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def git_state(folder: Path) -> dict[str, Any] | None:
+    """Commit and dirtiness of the git repository holding ``folder``, if any."""
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(folder), *args], capture_output=True,
+                                 text=True, timeout=10, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    if not commit:
+        return None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(status), "root": git("rev-parse", "--show-toplevel")}
+
+
+def collect(spec_file: str, seed: int) -> dict[str, Any]:
+    folder = Path(spec_file).resolve().parent if not spec_file.startswith("<") else Path.cwd()
+    return {
+        "versions": package_versions(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "git": git_state(folder),
+        "seed": seed,
+        "command": " ".join(sys.argv),
+    }

@@ -1,0 +1,172 @@
+"""Ray Tune hooks that stream every trial event into the store as it happens, so a crash of
+the driver loses nothing already reported."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ray import tune
+
+from searchsvc.runner.context import META_KEY
+from searchsvc.runner.detach import PicklesDetached
+from searchsvc.runner.progress import Progress
+from searchsvc.runner.trainable import is_finite_number
+from searchsvc.searchers import Observation, Searcher
+from searchsvc.store import (
+    TRIAL_COMPLETED,
+    TRIAL_FAILED,
+    TRIAL_INFEASIBLE,
+    TRIAL_INTERRUPTED,
+    Store,
+    StudyRecord,
+)
+
+# Keys Ray adds to every result; everything else is the objective's own metrics.
+RAY_RESULT_KEYS = frozenset({
+    "config", "trial_id", "date", "timestamp", "time_this_iter_s", "time_total_s", "pid",
+    "hostname", "node_ip", "time_since_restore", "iterations_since_restore", "training_iteration",
+    "done", "experiment_tag", "checkpoint_dir_name", "should_checkpoint", "timesteps_total",
+    "episodes_total", "timesteps_since_restore", "warmup_time", "experiment_id",
+})
+
+
+@dataclass
+class _Running:
+    trial_id: int
+    number: int
+    attempt: int
+    reported_metric: bool = False
+    non_finite_step: int | None = None
+    best: float | None = None
+    node_recorded: bool = False
+    metric_names: set[str] = field(default_factory=set)
+
+
+def user_metrics(result: dict[str, Any]) -> dict[str, Any]:
+    """The objective's own scalar metrics from a Ray result (plus elapsed seconds as time_s)."""
+    metrics = {k: v for k, v in result.items() if k not in RAY_RESULT_KEYS
+               and isinstance(v, int | float | str | bool)}
+    if isinstance(result.get("time_total_s"), int | float):
+        metrics["time_s"] = result["time_total_s"]
+    return metrics
+
+
+class StoreCallback(PicklesDetached, tune.Callback):
+    """Writes trial starts, every reported step, and trial ends into the store; feeds finished
+    trials back to the searcher; drives the progress display."""
+
+    def __init__(self, store: Store, study: StudyRecord, searcher: Searcher, progress: Progress):
+        self.store, self.study, self.searcher, self.progress = store, study, searcher, progress
+        self.metric, self.mode = study.metric, study.mode
+        self.running: dict[str, _Running] = {}
+
+    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        meta = trial.config.get(META_KEY) or {}
+        config = {k: v for k, v in trial.config.items() if k != META_KEY}
+        record = self.store.start_trial(
+            self.study.id, number=int(meta["number"]), config=config,
+            arm=meta.get("arm") or {}, seed=int(meta.get("seed", 0)),
+        )
+        self.running[trial.trial_id] = _Running(record.id, record.number, record.attempts)
+        self.progress.trial_started(record.number)
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
+                        **info: Any) -> None:
+        state = self.running.get(trial.trial_id)
+        if state is None:
+            return
+        metrics = user_metrics(result)
+        state.metric_names.update(metrics)
+        step = int(result.get("training_iteration") or 0)
+        value = metrics.get(self.metric)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            state.reported_metric = True
+            if not math.isfinite(value) and state.non_finite_step is None:
+                state.non_finite_step = step
+            elif math.isfinite(value) and (state.best is None or (
+                    value < state.best if self.mode == "min" else value > state.best)):
+                state.best = float(value)
+        else:
+            value = None
+        self.store.record_measurements(state.trial_id, state.attempt, self.mode,
+                                       [(step, value, metrics)])
+        if not state.node_recorded and result.get("hostname"):
+            self.store.set_trial_node(state.trial_id, f"{result['hostname']} "
+                                      f"({result.get('node_ip', '?')})")
+            state.node_recorded = True
+        self.progress.trial_result(state.number, value if is_finite_number(value) else None)
+
+    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        state = self.running.pop(trial.trial_id, None)
+        if state is None:
+            return
+        error = None
+        if state.non_finite_step is not None:
+            outcome = TRIAL_INFEASIBLE
+            error = f"{self.metric} became non-finite at step {state.non_finite_step}"
+        elif not state.reported_metric:
+            outcome = TRIAL_FAILED
+            seen = ", ".join(sorted(state.metric_names)) or "nothing"
+            error = (f"the objective finished without reporting the metric {self.metric!r} "
+                     f"(it reported: {seen})")
+        else:
+            outcome = TRIAL_COMPLETED
+        self._finish(trial, state, outcome, error)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        state = self.running.pop(trial.trial_id, None)
+        if state is None:
+            return
+        text = None
+        try:
+            text = trial.get_error()
+        except Exception:  # the error file may be unreadable; the state still matters
+            text = None
+        self._finish(trial, state, TRIAL_FAILED, str(text or "the trial failed (no traceback "
+                                                     "was recorded by Ray)"))
+
+    def interrupt_all(self) -> None:
+        """Mark every trial still running as interrupted (the run is being stopped)."""
+        for state in self.running.values():
+            self.store.finish_trial(state.trial_id, TRIAL_INTERRUPTED,
+                                    error="the study was stopped while this trial ran")
+            self.progress.trial_finished(state.number, TRIAL_INTERRUPTED)
+        self.running.clear()
+
+    def _finish(self, trial: Any, state: _Running, outcome: str, error: str | None) -> None:
+        self.store.finish_trial(state.trial_id, outcome, error=error,
+                                checkpoints=_checkpoint_dirs(trial))
+        self.progress.trial_finished(state.number, outcome)
+        config = {k: v for k, v in trial.config.items() if k != META_KEY}
+        self.searcher.observe(Observation(
+            number=state.number, config=config, state=outcome,
+            value=state.best if outcome == TRIAL_COMPLETED else None,
+        ))
+
+
+def _checkpoint_dirs(trial: Any) -> list[str]:
+    path = getattr(trial, "local_path", None) or getattr(trial, "path", None)
+    if not path or not Path(path).is_dir():
+        return []
+    return sorted(str(p) for p in Path(path).glob("checkpoint_*") if p.is_dir())
+
+
+class StudyStopper(PicklesDetached, tune.Stopper):
+    """Stops a trial after ``budget.max_steps`` reports, or as soon as its metric is NaN/inf
+    (a diverged run only wastes compute)."""
+
+    def __init__(self, metric: str, max_steps: int | None):
+        self.metric, self.max_steps = metric, max_steps
+
+    def __call__(self, trial_id: str, result: dict) -> bool:
+        value = result.get(self.metric)
+        if isinstance(value, int | float) and not isinstance(value, bool) and not math.isfinite(
+                value):
+            return True
+        return bool(self.max_steps and result.get("training_iteration", 0) >= self.max_steps)
+
+    def stop_all(self) -> bool:
+        return False

@@ -1,0 +1,240 @@
+"""Runs a study on Ray Tune: create or resume it in the store, start/attach Ray, run the
+pending trials, and leave the store telling exactly what happened."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from searchsvc import provenance
+from searchsvc.errors import ConflictError, RunnerError
+from searchsvc.runner.context import META_KEY
+from searchsvc.runner.objective import module_root, resolve_objective, search_paths_for
+from searchsvc.runner.progress import Progress
+from searchsvc.searchers import Observation, Searcher, create_searcher
+from searchsvc.spec import StudySpec, parse_spec
+from searchsvc.store import (
+    STUDY_COMPLETED,
+    STUDY_INTERRUPTED,
+    STUDY_RUNNING,
+    TRIAL_FAILED,
+    TRIAL_INFEASIBLE,
+    Store,
+    StudyRecord,
+    searchsvc_home,
+)
+
+# Quiet Ray Tune's own console output (searchsvc shows its own progress) and its per-trial
+# CSV/JSON/TensorBoard loggers (the store has every result). Set before Ray Tune runs.
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run: where Ray is, where results go, how to show progress."""
+
+    address: str | None = None  # None: start an embedded Ray; else auto | host:port | ray://...
+    results_root: Path | None = None  # default $SEARCHSVC_HOME/results
+    num_cpus: int | None = None  # embedded Ray only
+    num_gpus: int | None = None  # embedded Ray only (logical GPUs are fine for tests)
+    verbose: bool = False  # show the objectives' own output
+    progress_stream: TextIO | None = None
+    live_progress: bool | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    study: StudyRecord
+    finished: int
+    total: int
+    reason: str
+
+
+def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
+                 overwrite: bool = False) -> StudyRecord:
+    """Record a new study (``overwrite`` deletes an existing one of the same name first)."""
+    searcher = create_searcher(spec)
+    resolve_objective(spec.objective, search_paths_for(spec.source.file))
+    if overwrite:
+        try:
+            store.delete_study(spec.name)
+        except Exception:  # noqa: S110 - nothing to delete is fine
+            pass
+    try:
+        return store.create_study(
+            name=spec.name, metric=spec.metric, mode=spec.mode, searcher=spec.searcher,
+            spec_text=spec.source.text, spec_file=str(Path(spec.source.file).resolve())
+            if not spec.source.file.startswith("<") else spec.source.file,
+            total_trials=searcher.total_trials,
+            results_dir=str((options.results_root or searchsvc_home() / "results") / spec.name),
+            provenance=provenance.collect(spec.source.file, spec.seed),
+        )
+    except ConflictError:
+        existing = store.get_study(spec.name)
+        raise ConflictError(
+            f"a study named {spec.name!r} already exists ({existing.state}, "
+            f"{sum(existing.trial_counts.values())} trials). Continue it with `searchsvc resume "
+            f"{spec.name}`, or replace it with `searchsvc run --overwrite`."
+        ) from None
+
+
+def run_study(name: str, store: Store, options: RunOptions) -> RunOutcome:
+    """Run every trial of study ``name`` that has not finished (a new study, or a resume)."""
+    study = store.get_study(name)
+    _claim(study, store)
+    spec = parse_spec(study.spec_text, file=study.spec_file)
+    searcher = create_searcher(spec)
+    store.interrupt_running_trials(study.id)  # left over from a driver that died
+    trials = store.get_trials(name)
+    finished = {t.number for t in trials if t.finished}
+    for t in trials:
+        if t.finished:
+            searcher.observe(Observation(t.number, t.config, t.best_value, t.state))
+    pending = [n for n in range(searcher.total_trials) if n not in finished]
+    failed = sum(t.state in (TRIAL_FAILED, TRIAL_INFEASIBLE) for t in trials)
+    progress = Progress(study.name, searcher.total_trials, study.metric, study.mode,
+                        finished_before=len(finished), failed_before=failed,
+                        best_before=study.best_value, stream=options.progress_stream,
+                        live=options.live_progress)
+    study = store.update_study(name, state=STUDY_RUNNING, started_at=study.started_at or
+                               time.time(), driver=_driver_info())
+    reason = "all trials finished"
+    started = time.monotonic()
+    callback = None
+    try:
+        if pending:
+            with _ray_session(spec, options):
+                callback = _fit(spec, study, store, searcher, pending, progress, options)
+    except KeyboardInterrupt:
+        reason = "stopped by Ctrl-C"
+    finally:
+        if callback is not None:
+            callback.interrupt_all()
+        store.interrupt_running_trials(study.id)
+        if pending:
+            progress.stop()
+    done = {t.number for t in store.get_trials(name) if t.finished}
+    complete = all(n in done for n in range(searcher.total_trials))
+    if not complete and reason == "all trials finished":
+        limit = spec.budget.time_limit_s
+        reason = ("time limit reached" if limit and time.monotonic() - started >= 0.98 * limit
+                  else "stopped before all trials ran")
+    study = store.update_study(
+        name, state=STUDY_COMPLETED if complete else STUDY_INTERRUPTED,
+        finished_at=time.time() if complete else None, driver={},
+    )
+    return RunOutcome(study, len(done), searcher.total_trials, reason)
+
+
+def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
+         pending: list[int], progress: Progress, options: RunOptions) -> Any:
+    from ray import tune
+
+    from searchsvc.runner.callbacks import StoreCallback, StudyStopper
+    from searchsvc.runner.trainable import TrialSettings, run_trial
+    from searchsvc.runner.tune_search import StudySearch
+
+    settings = TrialSettings(
+        study=spec.name, objective=spec.objective,
+        search_paths=tuple(search_paths_for(study.spec_file)), metric=spec.metric,
+        mode=spec.mode, max_steps=spec.budget.max_steps,
+        keep_checkpoints=spec.checkpoints.keep_best is not None,
+    )
+    resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
+    trainable = tune.with_resources(tune.with_parameters(run_trial, settings=settings), resources)
+    callback = StoreCallback(store, study, searcher, progress)
+    keep = spec.checkpoints.keep_best
+    results_dir = Path(study.results_dir or searchsvc_home() / "results" / spec.name)
+    tuner = tune.Tuner(
+        trainable,
+        tune_config=tune.TuneConfig(
+            search_alg=StudySearch(searcher, pending, spec.metric, spec.mode),
+            num_samples=len(pending),
+            max_concurrent_trials=spec.budget.max_concurrent,
+            reuse_actors=True,
+            time_budget_s=spec.budget.time_limit_s,
+            trial_dirname_creator=_trial_dirname,
+            trial_name_creator=_trial_dirname,
+        ),
+        run_config=tune.RunConfig(
+            name=f"run-{time.strftime('%Y%m%d-%H%M%S')}",
+            storage_path=str((results_dir / "ray").resolve()),
+            stop=StudyStopper(spec.metric, spec.budget.max_steps),
+            callbacks=[callback],
+            verbose=0,
+            log_to_file=True,
+            checkpoint_config=tune.CheckpointConfig(
+                num_to_keep=keep, checkpoint_score_attribute=spec.metric if keep else None,
+                checkpoint_score_order=spec.mode,
+            ),
+            failure_config=tune.FailureConfig(max_failures=spec.budget.max_failures),
+        ),
+    )
+    progress.start()
+    tuner.fit()
+    return callback
+
+
+def _trial_dirname(trial: Any) -> str:
+    return f"trial_{int(trial.config[META_KEY]['number']):05d}"
+
+
+@contextmanager
+def _ray_session(spec: StudySpec, options: RunOptions) -> Iterator[None]:
+    """Use the Ray already initialised in this process, else start or attach one for the run."""
+    import ray
+
+    if ray.is_initialized():
+        yield
+        return
+    kwargs: dict[str, Any] = {"logging_level": logging.ERROR,
+                              "log_to_driver": options.verbose}
+    if options.address:
+        roots = [module_root(spec.objective, search_paths_for(spec.source.file))]
+        kwargs["address"] = options.address
+        kwargs["runtime_env"] = {"py_modules": [str(r) for r in roots if r is not None]}
+    else:
+        kwargs.update(num_cpus=options.num_cpus, num_gpus=options.num_gpus,
+                      include_dashboard=False)
+    try:
+        ray.init(**kwargs)
+    except Exception as exc:
+        where = f"at {options.address}" if options.address else "locally"
+        raise RunnerError(f"could not start Ray {where}: {type(exc).__name__}: {exc}") from None
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def _driver_info() -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+
+
+def _claim(study: StudyRecord, store: Store) -> None:
+    """Refuse to drive a study another live process is driving; a dead driver's claim lapses."""
+    driver = study.driver or {}
+    if study.state != STUDY_RUNNING or not driver:
+        return
+    if driver.get("host") == socket.gethostname() and driver.get("pid") != os.getpid():
+        try:
+            os.kill(int(driver["pid"]), 0)
+        except (ProcessLookupError, ValueError, TypeError):
+            return
+        except PermissionError:
+            pass
+        raise ConflictError(f"study {study.name!r} is being run by process {driver['pid']} on "
+                            f"this host; wait for it or stop it first")
+    if driver.get("host") != socket.gethostname():
+        raise ConflictError(f"study {study.name!r} is marked as running on host "
+                            f"{driver.get('host')} (pid {driver.get('pid')}); resume it there")

@@ -1,0 +1,66 @@
+"""Finds the objective a study names ("module:callable") on the study's import path."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from searchsvc.errors import ObjectiveError
+
+
+def search_paths_for(spec_file: str | None) -> list[str]:
+    """The study file's folder, then the current folder (DESIGN.md, "The objective")."""
+    paths = []
+    if spec_file and not spec_file.startswith("<"):
+        paths.append(str(Path(spec_file).resolve().parent))
+    paths.append(str(Path.cwd()))
+    return list(dict.fromkeys(paths))
+
+
+def add_to_import_path(paths: Sequence[str]) -> None:
+    for path in reversed(paths):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+
+
+def resolve_objective(ref: str, search_paths: Sequence[str]) -> Callable[..., Any]:
+    """Import ``module:callable``; :class:`ObjectiveError` says precisely what is missing."""
+    module_name, _, attr_path = ref.partition(":")
+    add_to_import_path(search_paths)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            raise ObjectiveError(
+                f"objective {ref!r}: no module named {exc.name!r} on the import path "
+                f"(searched {', '.join(search_paths)} and the installed packages)"
+            ) from None
+        raise ObjectiveError(f"objective {ref!r}: importing {module_name!r} failed: {exc}") from exc
+    except Exception as exc:
+        raise ObjectiveError(
+            f"objective {ref!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+        ) from exc
+    target: Any = module
+    for part in attr_path.split("."):
+        if not hasattr(target, part):
+            raise ObjectiveError(f"objective {ref!r}: module {module_name!r} has no "
+                                 f"attribute {part!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise ObjectiveError(f"objective {ref!r} is not callable (it is {type(target).__name__})")
+    return target
+
+
+def module_root(ref: str, search_paths: Sequence[str]) -> Path | None:
+    """Folder or file of the objective's top-level package, to ship to a remote cluster; None
+    when it is an installed package (the cluster's image must have it)."""
+    top = ref.partition(":")[0].split(".")[0]
+    for base in search_paths:
+        for candidate in (Path(base) / top, Path(base) / f"{top}.py"):
+            if candidate.exists():
+                return candidate
+    return None

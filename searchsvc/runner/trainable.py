@@ -1,0 +1,63 @@
+"""The function Ray runs for every trial: sets the trial's context and seeds, imports the
+objective on the worker, calls it, and reports a returned value as the final result."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ray import tune
+
+from searchsvc.runner.context import TrialContext, set_current, split_config
+from searchsvc.runner.objective import resolve_objective
+from searchsvc.runner.sdk import seed_everything
+
+
+@dataclass(frozen=True)
+class TrialSettings:
+    """What every trial of a study shares; shipped once to the workers."""
+
+    study: str
+    objective: str
+    search_paths: tuple[str, ...]
+    metric: str
+    mode: str
+    max_steps: int | None
+    keep_checkpoints: bool
+
+
+def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
+    user_config, meta = split_config(config)
+    set_current(TrialContext(
+        study=settings.study, number=int(meta.get("number", 0)), seed=int(meta.get("seed", 0)),
+        max_steps=settings.max_steps, metric=settings.metric, mode=settings.mode,
+        keep_checkpoints=settings.keep_checkpoints,
+    ))
+    try:
+        objective = resolve_objective(settings.objective, settings.search_paths)
+        seed_everything()
+        returned = objective(user_config)
+        if returned is not None:
+            tune.report(returned_metrics(returned, settings.metric))
+    finally:
+        set_current(None)
+
+
+def returned_metrics(returned: Any, metric: str) -> dict[str, Any]:
+    """An objective may return its final result instead of reporting: a number (the study's
+    metric) or a mapping of metrics."""
+    if isinstance(returned, Mapping):
+        return dict(returned)
+    if isinstance(returned, numbers.Real) and not isinstance(returned, bool):
+        return {metric: float(returned)}
+    raise TypeError(
+        f"the objective returned {type(returned).__name__}; return None (after reporting with "
+        f"ray.tune.report), a number (the metric {metric!r}) or a dict of metrics"
+    )
+
+
+def is_finite_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)

@@ -1,0 +1,13 @@
+"""Helpers for objectives (seeding, step budget, device, checkpoints): see
+:mod:`searchsvc.runner.sdk`. Never required: a plain Ray Tune trainable works unchanged."""
+
+from searchsvc.runner.sdk import (
+    device,
+    max_steps,
+    report,
+    restore,
+    seed_everything,
+    trial_context,
+)
+
+__all__ = ["device", "max_steps", "report", "restore", "seed_everything", "trial_context"]
