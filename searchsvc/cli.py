@@ -195,7 +195,7 @@ def _short(value: object) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
     except SearchsvcError as exc:
         err.print(str(exc), markup=False)
         return exc.exit_code
@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
             exc.show()
             return exc.exit_code
         raise
-    return 0
+    return code if isinstance(code, int) else 0
 
 
 def entrypoint() -> None:

@@ -269,8 +269,9 @@ class _SemanticCheck:
             return None
         low, high = raw.low, raw.high
         assert low is not None and high is not None
-        kind = raw.type or ("int" if _is_int(low) and _is_int(high)
-                            and (raw.step is None or _is_int(raw.step)) else "float")
+        # Inferred from how the numbers are written: `low: 1` is an int, `low: 1.0` a float.
+        kind = raw.type or ("int" if all(_is_int_literal(v) for v in (low, high, raw.step)
+                                         if v is not None) else "float")
         scale = raw.scale or "linear"
         if kind == "categorical":
             self.fail((*path, "type"), "a categorical parameter takes `values`, not low/high",
@@ -437,12 +438,16 @@ def _is_int(v: Any) -> bool:
     )
 
 
+def _is_int_literal(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
 def _infer_kind(values: list[Any]) -> str:
-    if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+    if all(_is_int_literal(v) for v in values):
         return "int"
     if all(_is_number(v) for v in values):
         return "float"

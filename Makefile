@@ -1,0 +1,32 @@
+# `make demo` and `make test` are the two commands of the README's quickstart: each sets up
+# everything it needs in .venv on a fresh machine.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# A CPU build of torch lies on local disk on our machines; the package itself accepts torch>=2.3
+# so GPU users keep their CUDA build. Override with e.g. `make TORCH=torch test`.
+TORCH  ?= torch==2.13.0
+
+.PHONY: demo test lint install clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet "$(TORCH)"
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/searchsvc run spaces/quickstart.yaml --overwrite
+
+test: $(STAMP)
+	$(BIN)/ruff check searchsvc objectives tests examples
+	$(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check searchsvc objectives tests examples
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

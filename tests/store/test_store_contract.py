@@ -1,0 +1,115 @@
+"""The store's contract, written once to run against every backend URL (SQLite today;
+PostgreSQL joins the `store_url` parameters with the service work)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from searchsvc.errors import ConflictError, NotFoundError
+from searchsvc.store import (
+    TRIAL_COMPLETED,
+    TRIAL_INFEASIBLE,
+    TRIAL_INTERRUPTED,
+    TRIAL_RUNNING,
+    Store,
+)
+
+
+@pytest.fixture(params=["sqlite"])
+def store(request, tmp_path: Path) -> Store:
+    s = Store(f"sqlite:///{tmp_path / 'store.db'}")
+    yield s
+    s.close()
+
+
+def new_study(store: Store, name: str = "s", mode: str = "min"):
+    return store.create_study(name=name, metric="loss", mode=mode, searcher="random",
+                              spec_text="study: s", spec_file="/x/s.yaml", total_trials=4,
+                              results_dir="/tmp/r", provenance={"seed": 3})
+
+
+def test_duplicate_study_name_conflicts(store: Store) -> None:
+    new_study(store)
+    with pytest.raises(ConflictError):
+        new_study(store)
+
+
+def test_unknown_study_is_not_found(store: Store) -> None:
+    with pytest.raises(NotFoundError, match="no study named 'nope'"):
+        store.get_study("nope")
+
+
+def test_measurements_round_trip_including_nan(store: Store) -> None:
+    study = new_study(store)
+    t = store.start_trial(study.id, number=0, config={"lr": 0.1}, arm={"d": 1}, seed=7)
+    store.record_measurements(t.id, 1, "min", [
+        (1, 0.9, {"loss": 0.9, "acc": 0.1}),
+        (2, 0.4, {"loss": 0.4, "acc": 0.5}),
+        (3, float("nan"), {"loss": float("nan"), "acc": float("inf")}),
+    ])
+    store.finish_trial(t.id, TRIAL_INFEASIBLE, error="diverged")
+    [trial] = store.get_trials("s", measurements=True)
+    assert (trial.state, trial.best_value, trial.best_step, trial.last_step) == (
+        TRIAL_INFEASIBLE, 0.4, 2, 3)
+    assert [m.step for m in trial.measurements] == [1, 2, 3]
+    assert math.isnan(trial.measurements[2].metrics["loss"])
+    assert trial.measurements[2].metrics["acc"] == math.inf
+    assert trial.measurements[2].value is None
+    assert trial.config == {"lr": 0.1} and trial.arm == {"d": 1} and trial.seed == 7
+
+
+def test_best_value_follows_mode(store: Store) -> None:
+    study = new_study(store, mode="max")
+    t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
+    store.record_measurements(t.id, 1, "max", [(1, 0.2, {"loss": 0.2}), (2, 0.7, {"loss": 0.7}),
+                                               (3, 0.5, {"loss": 0.5})])
+    assert store.get_trials("s")[0].best_value == 0.7
+    assert store.get_study("s").best_value == 0.7
+
+
+def test_finished_trial_is_never_started_again(store: Store) -> None:
+    study = new_study(store)
+    t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
+    store.finish_trial(t.id, TRIAL_COMPLETED)
+    with pytest.raises(ConflictError, match="never run twice"):
+        store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
+
+
+def test_interrupted_trial_restarts_as_new_attempt_keeping_old_measurements(store: Store) -> None:
+    study = new_study(store)
+    t = store.start_trial(study.id, number=1, config={}, arm={}, seed=0)
+    store.record_measurements(t.id, 1, "min", [(1, 0.5, {"loss": 0.5})])
+    assert store.interrupt_running_trials(study.id) == 1
+    assert store.get_trials("s")[0].state == TRIAL_INTERRUPTED
+    again = store.start_trial(study.id, number=1, config={}, arm={}, seed=0)
+    assert (again.id, again.attempts, again.state) == (t.id, 2, TRIAL_RUNNING)
+    store.record_measurements(t.id, 2, "min", [(1, 0.6, {"loss": 0.6})])
+    [trial] = store.get_trials("s", measurements=True)
+    assert [(m.attempt, m.value) for m in trial.measurements] == [(1, 0.5), (2, 0.6)]
+    assert trial.curve("loss") == [(1, 0.6)]
+    assert trial.best_value == 0.6  # the summary describes the latest attempt
+
+
+def test_counts_and_listing(store: Store) -> None:
+    study = new_study(store)
+    for n in range(3):
+        t = store.start_trial(study.id, number=n, config={}, arm={}, seed=n)
+        if n < 2:
+            store.finish_trial(t.id, TRIAL_COMPLETED)
+    [listed] = store.list_studies()
+    assert listed.trial_counts == {TRIAL_COMPLETED: 2, TRIAL_RUNNING: 1}
+    assert listed.provenance == {"seed": 3}
+
+
+def test_delete_study_removes_its_trials(store: Store) -> None:
+    study = new_study(store)
+    t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
+    store.record_measurements(t.id, 1, "min", [(1, 1.0, {"loss": 1.0})])
+    store.delete_study("s")
+    with pytest.raises(NotFoundError):
+        store.get_trials("s")
+    new_study(store)
+    assert store.get_trials("s") == []
