@@ -112,6 +112,7 @@ def resume(
 def _drive(name: str, store: Store, options: object) -> None:
     from searchsvc.report import write_report
     from searchsvc.runner import RunOptions, run_study
+    from searchsvc.runner.driver import STOPPED_BY_CTRL_C
 
     assert isinstance(options, RunOptions)
     outcome = run_study(name, store, options)
@@ -124,7 +125,7 @@ def _drive(name: str, store: Store, options: object) -> None:
     if state != "completed":
         out.print(f"continue it with: searchsvc resume {name}")
     out.print(f"report: {report.main.resolve()}")
-    if outcome.reason == "stopped by Ctrl-C":
+    if outcome.reason == STOPPED_BY_CTRL_C:
         raise typer.Exit(130)
 
 
@@ -138,7 +139,7 @@ def list_studies(storage: StorageOpt = None) -> None:
     table = Table("study", "state", "searcher", "trials", "best", "created")
     for s in studies:
         finished = sum(n for k, n in s.trial_counts.items() if k != "running")
-        best = "–" if s.best_value is None else f"{s.metric}={s.best_value:.4g}"
+        best = "-" if s.best_value is None else f"{s.metric}={s.best_value:.4g}"
         table.add_row(s.name, s.state, s.searcher, f"{finished}/{s.total_trials or '?'}", best,
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_at)))
     out.print(table)

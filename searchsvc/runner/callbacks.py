@@ -120,13 +120,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
         state = self.running.pop(trial.trial_id, None)
         if state is None:
             return
-        text = None
-        try:
-            text = trial.get_error()
-        except Exception:  # the error file may be unreadable; the state still matters
-            text = None
-        self._finish(trial, state, TRIAL_FAILED, str(text or "the trial failed (no traceback "
-                                                     "was recorded by Ray)"))
+        self._finish(trial, state, TRIAL_FAILED, _error_text(trial))
 
     def interrupt_all(self) -> None:
         """Mark every trial still running as interrupted (the run is being stopped)."""
@@ -145,6 +139,19 @@ class StoreCallback(PicklesDetached, tune.Callback):
             number=state.number, config=config, state=outcome,
             value=state.best if outcome == TRIAL_COMPLETED else None,
         ))
+
+
+def _error_text(trial: Any) -> str:
+    """The traceback Ray wrote for a failed trial (its local error file, read before Ray syncs
+    it to storage), or a plain statement when there is none."""
+    try:
+        path = trial.error_file
+        if path and Path(path).is_file():
+            return Path(path).read_text(errors="replace")
+        text = trial.get_error()
+    except Exception:  # an unreadable error file must not lose the trial's state
+        text = None
+    return str(text or "the trial failed (Ray recorded no traceback)")
 
 
 def _checkpoint_dirs(trial: Any) -> list[str]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -37,6 +38,8 @@ os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
 os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
 os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+# searchsvc handles Ctrl-C itself (see _graceful_ctrl_c) so it can tell the user what happened.
+os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
 
 
 @dataclass(frozen=True)
@@ -66,10 +69,8 @@ def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
     searcher = create_searcher(spec)
     resolve_objective(spec.objective, search_paths_for(spec.source.file))
     if overwrite:
-        try:
+        with suppress(Exception):
             store.delete_study(spec.name)
-        except Exception:  # noqa: S110 - nothing to delete is fine
-            pass
     try:
         return store.create_study(
             name=spec.name, metric=spec.metric, mode=spec.mode, searcher=spec.searcher,
@@ -111,12 +112,13 @@ def run_study(name: str, store: Store, options: RunOptions) -> RunOutcome:
     reason = "all trials finished"
     started = time.monotonic()
     callback = None
+    ctrl_c = _CtrlC()
     try:
         if pending:
-            with _ray_session(spec, options):
+            with _ray_session(spec, options), ctrl_c.graceful():
                 callback = _fit(spec, study, store, searcher, pending, progress, options)
     except KeyboardInterrupt:
-        reason = "stopped by Ctrl-C"
+        ctrl_c.pressed = True
     finally:
         if callback is not None:
             callback.interrupt_all()
@@ -125,7 +127,9 @@ def run_study(name: str, store: Store, options: RunOptions) -> RunOutcome:
             progress.stop()
     done = {t.number for t in store.get_trials(name) if t.finished}
     complete = all(n in done for n in range(searcher.total_trials))
-    if not complete and reason == "all trials finished":
+    if not complete and ctrl_c.pressed:
+        reason = STOPPED_BY_CTRL_C
+    elif not complete:
         limit = spec.budget.time_limit_s
         reason = ("time limit reached" if limit and time.monotonic() - started >= 0.98 * limit
                   else "stopped before all trials ran")
@@ -187,6 +191,39 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
 
 def _trial_dirname(trial: Any) -> str:
     return f"trial_{int(trial.config[META_KEY]['number']):05d}"
+
+
+STOPPED_BY_CTRL_C = "stopped by Ctrl-C"
+
+
+class _CtrlC:
+    """First Ctrl-C: stop gracefully (running trials are marked interrupted, the study stays
+    resumable). Second Ctrl-C: abort at once."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    @contextmanager
+    def graceful(self) -> Iterator[None]:
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.getsignal(signal.SIGINT)
+
+        def handler(signum: int, frame: Any) -> None:
+            if self.pressed:
+                raise KeyboardInterrupt
+            self.pressed = True
+            # Ray Tune ends a run gracefully on SIGUSR1 (its own SIGINT handler is disabled).
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+        signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 @contextmanager

@@ -78,7 +78,7 @@ class Progress:
             self._live.update(self._line())
 
     def _counts(self) -> str:
-        best = "–" if self.best is None else f"{self.best:.6g}"
+        best = "-" if self.best is None else f"{self.best:.6g}"
         if self.best_number is not None:
             best += f" (trial {self.best_number})"
         return (f"{self.done}/{self.total} done · {len(self.running)} running · "

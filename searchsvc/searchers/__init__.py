@@ -36,7 +36,8 @@ def searcher_class(name: str) -> type[Searcher]:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise KeyError(f"unknown searcher {name!r} (valid: {', '.join(searcher_names())})") from None
+        valid = ", ".join(searcher_names())
+        raise KeyError(f"unknown searcher {name!r} (valid: {valid})") from None
 
 
 def check_spec(spec: StudySpec) -> list[SpecIssue]:

@@ -92,10 +92,10 @@ class RangeParameter(_ParameterBase):
         if not self.is_discrete:
             raise ValueError(f"{self.name} is continuous and has no grid")
         step = self.step if self.step is not None else 1
-        count = int(math.floor((self.high - self.low) / step + 1e-9)) + 1
+        count = math.floor((self.high - self.low) / step + 1e-9) + 1
         values = [self.low + i * step for i in range(count)]
         if self.kind == "int":
-            return tuple(int(round(v)) for v in values)
+            return tuple(round(v) for v in values)
         return tuple(round(v, 12) for v in values)
 
     def choices(self) -> tuple[Scalar, ...]:

@@ -27,8 +27,8 @@ from searchsvc.spec.file_schema import (
 )
 from searchsvc.spec.model import (
     Budget,
-    ChoiceParameter,
     Checkpoints,
+    ChoiceParameter,
     Condition,
     FixedParameter,
     Parameter,
@@ -52,7 +52,8 @@ def load_spec(path: str | FsPath) -> StudySpec:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise SpecError([SpecIssue((), f"cannot read file: {exc.strerror}", file=str(path))]) from None
+        issue = SpecIssue((), f"cannot read file: {exc.strerror}", file=str(path))
+        raise SpecError([issue]) from None
     return parse_spec(raw, file=str(path))
 
 
@@ -72,7 +73,8 @@ def spec_from_data(data: Any, source: SpecSource, issues: list[SpecIssue] | None
     try:
         model = StudyFile.model_validate(data)
     except ValidationError as exc:
-        raise SpecError([*issues, *(issue_from_pydantic(e, source) for e in exc.errors())]) from None
+        found = [issue_from_pydantic(e, source) for e in exc.errors()]
+        raise SpecError([*issues, *found]) from None
     try:
         spec = _SemanticCheck(model, source).build()
     except SpecError as exc:
@@ -226,7 +228,8 @@ class _SemanticCheck:
             return None
         return FixedParameter(name=name, value=raw.value)
 
-    def _choice(self, name: str, role: str, raw: ParameterFile, given: set[str]) -> Parameter | None:
+    def _choice(self, name: str, role: str, raw: ParameterFile,
+                given: set[str]) -> Parameter | None:
         path = ("parameters", name)
         values = list(raw.values or [])
         for key in ("scale", "step"):
@@ -258,7 +261,8 @@ class _SemanticCheck:
             values = [int(v) for v in values]
         return ChoiceParameter(name=name, role=role, kind=kind, values=tuple(values))
 
-    def _range(self, name: str, role: str, raw: ParameterFile, given: set[str]) -> Parameter | None:
+    def _range(self, name: str, role: str, raw: ParameterFile,
+               given: set[str]) -> Parameter | None:
         path = ("parameters", name)
         ok = True
         for key in ("low", "high"):
@@ -380,7 +384,7 @@ class _SemanticCheck:
             if state.get(name) == "done":
                 return
             if state.get(name) == "visiting":
-                cycle = trail[trail.index(name):] + [name]
+                cycle = [*trail[trail.index(name):], name]
                 self.fail(("parameters", name, "when"),
                           f"conditions form a cycle: {' -> '.join(cycle)}")
                 raise _Cycle

@@ -1,0 +1,31 @@
+"""Shared fixtures: an isolated SEARCHSVC_HOME per test, and one small Ray for in-process runs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def searchsvc_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    monkeypatch.setenv("SEARCHSVC_HOME", str(home))
+    return home
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """One embedded Ray (2 CPUs, no dashboard) shared by the in-process runner tests."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("PYTHONPATH", str(ROOT))
