@@ -155,7 +155,9 @@ def _error_text(trial: Any) -> str:
 
 
 def _checkpoint_dirs(trial: Any) -> list[str]:
-    path = getattr(trial, "local_path", None) or getattr(trial, "path", None)
+    # trial.path is the trial's folder in the run's storage (where checkpoints are persisted);
+    # local_path is only Ray's driver-side staging folder.
+    path = getattr(trial, "path", None)
     if not path or not Path(path).is_dir():
         return []
     return sorted(str(p) for p in Path(path).glob("checkpoint_*") if p.is_dir())

@@ -121,3 +121,27 @@ def test_crashing_nan_and_silent_objectives_are_recorded_and_the_study_completes
     silent = by_kind["silent"]
     assert silent.state == TRIAL_FAILED
     assert "without reporting the metric 'loss'" in (silent.error or "")
+
+
+def test_kept_checkpoints_are_recorded_and_loadable(ray_local, tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "objectives", tmp_path / "objectives")
+    path = write(tmp_path, "ckpt.yaml", """
+        study: ckpt
+        objective: objectives.torch_digits:train
+        metric: val_error
+        mode: min
+        searcher: random
+        budget: {trials: 2, max_concurrent: 2, max_steps: 3}
+        parameters:
+          learning_rate: {low: 1.0e-3, high: 1.0e-2, scale: log}
+          hidden_units: {value: 16}
+        checkpoints: {keep_best: 1}
+        """)
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    assert run_file(path, store).study.state == "completed"
+    import torch
+
+    for t in store.get_trials("ckpt"):
+        assert t.checkpoints, t
+        state = torch.load(Path(t.checkpoints[-1]) / "state.pt", weights_only=False)
+        assert 1 <= state["epoch"] <= 3 and "model" in state

@@ -1,0 +1,72 @@
+"""`list`, `show` and `report` read the store and say what a user needs, without running Ray."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from searchsvc.cli import main
+from searchsvc.store import TRIAL_COMPLETED, TRIAL_FAILED, Store
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def seeded_store(home: Path) -> Store:
+    store = Store(f"sqlite:///{home / 'searchsvc.db'}")
+    spec = ROOT / "spaces" / "quickstart.yaml"
+    study = store.create_study(
+        name="quickstart", metric="val_error", mode="min", searcher="quasi_random",
+        spec_text=spec.read_text(), spec_file=str(spec), total_trials=16,
+        results_dir=str(home / "results" / "quickstart"), provenance={})
+    for n, (lr, values) in enumerate([(0.01, [0.3, 0.1, 0.2]), (0.001, [0.5, 0.4, 0.45])]):
+        t = store.start_trial(study.id, number=n, config={"num_layers": n + 1,
+                              "learning_rate": lr, "weight_decay": 1e-4}, arm={"num_layers": n + 1},
+                              seed=n)
+        store.record_measurements(t.id, 1, "min", [(s + 1, v, {"val_error": v})
+                                                   for s, v in enumerate(values)])
+        store.finish_trial(t.id, TRIAL_COMPLETED)
+    t = store.start_trial(study.id, number=2, config={"num_layers": 1, "learning_rate": 0.5,
+                          "weight_decay": 1e-4}, arm={"num_layers": 1}, seed=2)
+    store.finish_trial(t.id, TRIAL_FAILED, error="Traceback...\nRuntimeError: boom")
+    return store
+
+
+def test_list_and_show(searchsvc_home: Path, capsys) -> None:
+    seeded_store(searchsvc_home)
+    assert main(["list"]) == 0
+    listed = capsys.readouterr().out
+    assert "quickstart" in listed and "3/16" in listed and "val_error=0.1" in listed
+    assert main(["show", "quickstart"]) == 0
+    shown = capsys.readouterr().out
+    assert "2 completed, 1 failed" in shown
+    assert shown.index("0.1") < shown.index("0.4")  # best first
+    assert "2/3" in shown  # retrospective best step of trial 0
+
+
+def test_report_writes_every_format(searchsvc_home: Path, tmp_path: Path, capsys) -> None:
+    seeded_store(searchsvc_home)
+    out = tmp_path / "out"
+    assert main(["report", "quickstart", "--out", str(out)]) == 0
+    data = json.loads((out / "report.json").read_text())
+    assert data["counts"]["completed"] == 2 and data["counts"]["failed"] == 1
+    assert [t["trial_id"] for t in data["best_trials"]] == [0, 1]
+    assert data["best_trials"][0]["best_step"] == 2
+    assert "RuntimeError: boom" in (out / "report.md").read_text()
+    # one axis plot per searched parameter: num_layers, learning_rate, weight_decay
+    assert (out / "report.html").read_text().count("data:image/png;base64,") == 3
+    assert (out / "trials.csv").read_text().splitlines()[0].startswith("number,state,best_value")
+
+
+def test_unknown_study_and_format_are_clear_errors(searchsvc_home: Path, capsys) -> None:
+    seeded_store(searchsvc_home)
+    assert main(["show", "nope"]) == 3
+    assert "no study named 'nope'" in capsys.readouterr().err
+    assert main(["report", "quickstart", "--format", "pdf"]) == 1
+    assert "unknown report format 'pdf' (valid: html, md, json)" in capsys.readouterr().err
+
+
+def test_run_refuses_existing_study_and_points_to_resume(searchsvc_home: Path, capsys) -> None:
+    seeded_store(searchsvc_home)
+    assert main(["run", str(ROOT / "spaces" / "quickstart.yaml")]) == 4
+    err = capsys.readouterr().err
+    assert "already exists" in err and "searchsvc resume quickstart" in err
