@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from searchsvc import provenance
-from searchsvc.errors import ConflictError, RunnerError
+from searchsvc.errors import ConflictError, NotFoundError, RunnerError
 from searchsvc.runner.context import META_KEY
 from searchsvc.runner.objective import module_root, resolve_objective, search_paths_for
 from searchsvc.runner.progress import Progress
@@ -69,7 +69,7 @@ def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
     searcher = create_searcher(spec)
     resolve_objective(spec.objective, search_paths_for(spec.source.file))
     if overwrite:
-        with suppress(Exception):
+        with suppress(NotFoundError):  # nothing to replace is fine
             store.delete_study(spec.name)
     try:
         return store.create_study(
