@@ -22,6 +22,7 @@ from searchsvc.store import (
     TRIAL_INTERRUPTED,
     Store,
     StudyRecord,
+    improves,
 )
 
 # Keys Ray adds to every result; everything else is the objective's own metrics.
@@ -86,8 +87,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
             state.reported_metric = True
             if not math.isfinite(value) and state.non_finite_step is None:
                 state.non_finite_step = step
-            elif math.isfinite(value) and (state.best is None or (
-                    value < state.best if self.mode == "min" else value > state.best)):
+            elif improves(value, state.best, self.mode):
                 state.best = float(value)
         else:
             value = None

@@ -5,7 +5,6 @@ On a terminal it is one live line (rich); in logs and CI it prints a line per fi
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from typing import TextIO
@@ -14,7 +13,13 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from searchsvc.store import FINISHED_TRIAL_STATES, TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_INFEASIBLE
+from searchsvc.store import (
+    FINISHED_TRIAL_STATES,
+    TRIAL_COMPLETED,
+    TRIAL_FAILED,
+    TRIAL_INFEASIBLE,
+    improves,
+)
 
 
 class Progress:
@@ -56,9 +61,7 @@ class Progress:
         self._refresh()
 
     def trial_result(self, number: int, value: float | None) -> None:
-        if value is not None and math.isfinite(value) and (
-                self.best is None or (value < self.best if self.mode == "min"
-                                      else value > self.best)):
+        if improves(value, self.best, self.mode):
             self.best, self.best_number = value, number
         self._refresh()
 

@@ -190,7 +190,3 @@ class StudySpec:
     @property
     def fixed(self) -> tuple[Parameter, ...]:
         return self.by_role("fixed")
-
-    def is_better(self, a: float, b: float) -> bool:
-        """Whether metric value ``a`` beats ``b`` in this study's mode."""
-        return a < b if self.mode == "min" else a > b

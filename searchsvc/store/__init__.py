@@ -19,6 +19,7 @@ from searchsvc.store.records import (
     Measurement,
     StudyRecord,
     TrialRecord,
+    improves,
 )
 from searchsvc.store.sql import Store, default_storage_url, searchsvc_home
 
@@ -40,5 +41,6 @@ __all__ = [
     "StudyRecord",
     "TrialRecord",
     "default_storage_url",
+    "improves",
     "searchsvc_home",
 ]

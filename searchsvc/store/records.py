@@ -5,6 +5,7 @@ Analysis and reports consume these records; they never see database rows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,13 @@ TRIAL_INTERRUPTED = "interrupted"  # the study stopped while it ran; it is re-ru
 TRIAL_STATES = (TRIAL_RUNNING, TRIAL_COMPLETED, TRIAL_PRUNED, TRIAL_FAILED, TRIAL_INFEASIBLE,
                 TRIAL_INTERRUPTED)
 FINISHED_TRIAL_STATES = frozenset({TRIAL_COMPLETED, TRIAL_PRUNED, TRIAL_FAILED, TRIAL_INFEASIBLE})
+
+
+def improves(value: float | None, best: float | None, mode: str) -> bool:
+    """Whether ``value`` is finite and beats ``best`` (None: nothing yet) in ``mode``."""
+    if value is None or not math.isfinite(value):
+        return False
+    return best is None or (value < best if mode == "min" else value > best)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from searchsvc.store.records import (
     Measurement,
     StudyRecord,
     TrialRecord,
+    improves,
 )
 from searchsvc.store.schema import Base, MeasurementRow, StudyRow, TrialRow
 
@@ -201,8 +202,7 @@ class Store:
                     metrics=jsonutil.dumps(dict(metrics)), recorded_at=now,
                 ))
                 row.last_step = max(row.last_step or 0, step)
-                if finite and (row.best_value is None or (
-                        value < row.best_value if mode == "min" else value > row.best_value)):  # type: ignore[operator]
+                if improves(value, row.best_value, mode):
                     row.best_value, row.best_step = float(value), step  # type: ignore[arg-type]
 
     def set_trial_node(self, trial_id: int, node: str) -> None:
