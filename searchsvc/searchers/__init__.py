@@ -10,6 +10,11 @@ from pydantic import BaseModel, ValidationError
 
 from searchsvc.errors import SpecError, SpecIssue
 from searchsvc.searchers.base import NoOptions, Observation, Proposal, Searcher
+from searchsvc.searchers.bayesian import BayesianSearcher
+from searchsvc.searchers.evolution import NasSearcher
+from searchsvc.searchers.multifidelity import AshaSearcher, BohbSearcher, HyperbandSearcher
+from searchsvc.searchers.population import PbtSearcher
+from searchsvc.searchers.schedule import HyperbandSchedule, PopulationSchedule, Schedule
 from searchsvc.searchers.simple import GridSearcher, QuasiRandomSearcher, RandomSearcher
 from searchsvc.searchers.space import Arm, scientific_arms
 from searchsvc.spec import StudySpec
@@ -24,7 +29,8 @@ def register(cls: type[Searcher]) -> type[Searcher]:
     return cls
 
 
-for _cls in (GridSearcher, RandomSearcher, QuasiRandomSearcher):
+for _cls in (GridSearcher, RandomSearcher, QuasiRandomSearcher, BayesianSearcher,
+             HyperbandSearcher, AshaSearcher, BohbSearcher, PbtSearcher, NasSearcher):
     register(_cls)
 
 
@@ -67,9 +73,12 @@ def create_searcher(spec: StudySpec) -> Searcher:
 
 __all__ = [
     "Arm",
+    "HyperbandSchedule",
     "NoOptions",
     "Observation",
+    "PopulationSchedule",
     "Proposal",
+    "Schedule",
     "Searcher",
     "check_spec",
     "create_searcher",

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from searchsvc.errors import SpecIssue
+from searchsvc.searchers.schedule import Schedule
 from searchsvc.searchers.space import Arm, scientific_arms, trial_seed
 from searchsvc.spec import StudySpec
 
@@ -44,6 +45,20 @@ class Observation:
     config: Mapping[str, Any]
     value: float | None  # best metric of the trial; None when it failed or was infeasible
     state: str
+    curve: tuple[tuple[int, float], ...] = ()  # (step, metric) as reported, finite values only
+
+    @property
+    def last_step(self) -> int | None:
+        return self.curve[-1][0] if self.curve else None
+
+    def value_at(self, step: int) -> float | None:
+        """The metric at the last report at or before ``step`` (None before the first)."""
+        found = None
+        for s, v in self.curve:
+            if s > step:
+                break
+            found = v
+        return found
 
 
 class Searcher(ABC):
@@ -101,3 +116,8 @@ class Searcher(ABC):
 
     def observe(self, observation: Observation) -> None:  # noqa: B027 - optional hook
         """Learn from a finished trial. Non-adaptive searchers ignore it."""
+
+    def schedule(self) -> Schedule | None:
+        """How trials are stopped early or perturbed while they run (None: every trial runs
+        to ``budget.max_steps`` or until the objective returns)."""
+        return None

@@ -44,20 +44,23 @@ class QuasiRandomSearcher(Searcher):
     @cached_property
     def _points(self) -> list[np.ndarray]:
         """Per arm, the Halton points it needs (each arm has its own scrambled sequence)."""
-        dims = len(nuisance_dimensions(self.spec))
         per_arm = -(-self.total_trials // len(self.arms))
-        if dims == 0:
-            return [np.zeros((per_arm, 0)) for _ in self.arms]
-        return [
-            qmc.Halton(d=dims, scramble=True, seed=np.random.default_rng([self.spec.seed, a.index]))
-            .random(per_arm)
-            for a in self.arms
-        ]
+        return [halton_points(self.spec, a, per_arm) for a in self.arms]
 
     def propose(self, number: int) -> Proposal:
         arm, index = self.arm_for(number)
         point = self._points[arm.index][index]
         return Proposal(number, config_from_unit(self.spec, arm, point), arm, self.seed_for(number))
+
+
+def halton_points(spec: StudySpec, arm: Arm, count: int) -> np.ndarray:
+    """``count`` points of the arm's own scrambled Halton sequence over the nuisance unit cube
+    (reproducible for the study's seed)."""
+    dims = len(nuisance_dimensions(spec))
+    if dims == 0:
+        return np.zeros((count, 0))
+    rng = np.random.default_rng([spec.seed, arm.index])
+    return qmc.Halton(d=dims, scramble=True, seed=rng).random(count)
 
 
 class GridSearcher(Searcher):

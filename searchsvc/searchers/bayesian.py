@@ -1,0 +1,77 @@
+"""Bayesian optimisation: per scientific arm, a quasi-random warm-up followed by proposals from
+an Optuna (TPE, GP) or hyperopt (TPE) model of that arm's finished trials."""
+
+from __future__ import annotations
+
+import math
+from functools import cached_property
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from searchsvc.searchers.base import Observation, Proposal, Searcher
+from searchsvc.searchers.models import ArmModel, create_model
+from searchsvc.searchers.simple import halton_points
+from searchsvc.searchers.space import build_config, config_from_unit, nuisance_dimensions
+from searchsvc.searchers.space import trial_seed as _mix
+
+# GP regression cost grows with dimensions and trials; past this TPE is the better default.
+AUTO_GP_MAX_DIMS = 12
+
+
+class BayesianOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sampler: Literal["auto", "tpe", "gp", "hyperopt"] = Field(default="auto", description=(
+        "auto: Optuna GP for small spaces without conditions (sample-efficient), else TPE"))
+    warmup: int | None = Field(default=None, ge=1, description=(
+        "quasi-random trials per arm before the model proposes (default: a quarter of the "
+        "arm's share, between 2 and 10)"))
+
+
+class BayesianSearcher(Searcher):
+    name = "bayesian"
+    summary = ("model-based search per arm after a quasi-random warm-up: Optuna GP or TPE "
+               "(auto picks), or hyperopt TPE")
+    Options = BayesianOptions
+
+    @property
+    def warmup(self) -> int:
+        opts: BayesianOptions = self.options  # type: ignore[assignment]
+        if opts.warmup is not None:
+            return opts.warmup
+        share = math.ceil(self.total_trials / len(self.arms))
+        return max(2, min(10, math.ceil(share / 4)))
+
+    @property
+    def sampler(self) -> str:
+        """The sampler in use (``auto`` resolved)."""
+        opts: BayesianOptions = self.options  # type: ignore[assignment]
+        if opts.sampler != "auto":
+            return opts.sampler
+        dims = nuisance_dimensions(self.spec)
+        small_and_flat = len(dims) <= AUTO_GP_MAX_DIMS and not any(p.when for p in dims)
+        return "gp" if small_and_flat else "tpe"
+
+    @cached_property
+    def models(self) -> list[ArmModel]:
+        return [create_model(self.sampler, self.spec, build_config(self.spec, arm, {}),
+                             _mix(self.spec.seed, 1000 + arm.index), self.warmup)
+                for arm in self.arms]
+
+    @cached_property
+    def _warmup_points(self) -> list[Any]:
+        return [halton_points(self.spec, arm, self.warmup) for arm in self.arms]
+
+    def propose(self, number: int) -> Proposal:
+        arm, index = self.arm_for(number)
+        if index < self.warmup:
+            config = config_from_unit(self.spec, arm, self._warmup_points[arm.index][index])
+        else:
+            config = build_config(self.spec, arm, self.models[arm.index].suggest(number))
+        return Proposal(number, config, arm, self.seed_for(number))
+
+    def observe(self, observation: Observation) -> None:
+        arm, _ = self.arm_for(observation.number)
+        self.models[arm.index].tell(observation.number, observation.config, observation.value,
+                                    observation.state, observation.last_step)

@@ -1,0 +1,242 @@
+"""Per-arm models of the model-based searchers, adapted from Optuna and hyperopt.
+
+A model searches the nuisance parameters of one scientific arm. It is driven ask/tell style:
+``suggest()`` returns nuisance values for a new trial and ``tell()`` feeds back a finished one —
+either a trial it suggested or one replayed from the store on resume, which is how a resumed
+study keeps everything its model had learnt.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from searchsvc.spec import ChoiceParameter, Parameter, RangeParameter, StudySpec
+from searchsvc.store.records import TRIAL_COMPLETED, TRIAL_PRUNED
+
+Values = dict[str, Any]
+
+
+class ArmModel(ABC):
+    """A model-based search over the nuisance parameters of one arm.
+
+    Contract: ``suggest(number)`` returns a value for every nuisance parameter that is active
+    given ``context`` (the arm's fixed and scientific values) and the values chosen before it;
+    ``tell(number, values, value, state, last_step)`` is called once per finished trial, whether
+    or not this model suggested it. ``value`` is None unless the trial completed or was pruned.
+    """
+
+    def __init__(self, spec: StudySpec, context: Mapping[str, Any], seed: int):
+        self.spec, self.context, self.seed = spec, dict(context), seed
+        self.minimize = spec.mode == "min"
+        self.dims = [spec.parameters[n] for n in spec.parameter_order
+                     if spec.parameters[n].role == "nuisance"]
+
+    @abstractmethod
+    def suggest(self, number: int) -> Values: ...
+
+    @abstractmethod
+    def tell(self, number: int, values: Mapping[str, Any], value: float | None, state: str,
+             last_step: int | None) -> None: ...
+
+    def active(self, chosen: Mapping[str, Any]) -> list[Parameter]:
+        """The nuisance parameters active given the arm and the values in ``chosen``."""
+        known = {**self.context, **chosen}
+        out = []
+        for param in self.dims:
+            if param.is_active(known):
+                out.append(param)
+                if param.name in chosen:
+                    known[param.name] = chosen[param.name]
+        return out
+
+
+# --- Optuna (TPE, GP) ------------------------------------------------------------------------
+
+def optuna_distribution(param: Parameter) -> Any:
+    """The Optuna distribution of a searched parameter (log, step and int kept)."""
+    from optuna.distributions import (
+        CategoricalDistribution,
+        FloatDistribution,
+        IntDistribution,
+    )
+
+    if isinstance(param, ChoiceParameter):
+        return CategoricalDistribution(list(param.values))
+    assert isinstance(param, RangeParameter)
+    log = param.scale == "log"
+    if param.kind == "int":
+        return IntDistribution(int(param.low), int(param.high), log=log,
+                               step=int(param.step or 1))
+    return FloatDistribution(param.low, param.high, log=log, step=param.step)
+
+
+class OptunaModel(ArmModel):
+    """Optuna's TPE (multivariate, grouped for conditional spaces, constant liar for parallel
+    trials) or GP sampler, on an in-memory Optuna study, sampled define-by-run."""
+
+    def __init__(self, spec: StudySpec, context: Mapping[str, Any], seed: int, *, sampler: str,
+                 warmup: int):
+        super().__init__(spec, context, seed)
+        import optuna
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            if sampler == "gp":
+                impl = optuna.samplers.GPSampler(seed=seed, n_startup_trials=warmup,
+                                                 warn_independent_sampling=False)
+            else:
+                impl = optuna.samplers.TPESampler(
+                    seed=seed, n_startup_trials=warmup, multivariate=True, group=True,
+                    constant_liar=True)
+        self.study = optuna.create_study(
+            direction="minimize" if self.minimize else "maximize", sampler=impl)
+        self.asked: dict[int, Any] = {}
+
+    def suggest(self, number: int) -> Values:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            trial = self.study.ask()
+            chosen: Values = {}
+            for param in self.dims:
+                if param in self.active(chosen):
+                    chosen[param.name] = _optuna_suggest(trial, param)
+        self.asked[number] = trial
+        return chosen
+
+    def tell(self, number: int, values: Mapping[str, Any], value: float | None, state: str,
+             last_step: int | None) -> None:
+        import optuna
+        from optuna.trial import TrialState
+
+        trial = self.asked.pop(number, None)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if trial is not None:
+                if state == TRIAL_COMPLETED and value is not None:
+                    self.study.tell(trial, value)
+                elif state == TRIAL_PRUNED and value is not None:
+                    trial.report(value, last_step or 0)
+                    self.study.tell(trial, state=TrialState.PRUNED)
+                else:
+                    self.study.tell(trial, state=TrialState.FAIL)
+                return
+            params = {p.name: values[p.name] for p in self.active(values) if p.name in values}
+            dists = {name: optuna_distribution(self.spec.parameters[name]) for name in params}
+            kwargs: dict[str, Any] = {"params": params, "distributions": dists}
+            if state == TRIAL_COMPLETED and value is not None:
+                kwargs.update(state=TrialState.COMPLETE, value=value)
+            elif state == TRIAL_PRUNED and value is not None:
+                kwargs.update(state=TrialState.PRUNED,
+                              intermediate_values={last_step or 0: value})
+            else:
+                kwargs.update(state=TrialState.FAIL)
+            try:
+                self.study.add_trial(optuna.trial.create_trial(**kwargs))
+            except ValueError as exc:  # a value outside the space (the file was edited)
+                logging.getLogger(__name__).warning("not replayed into the model: %s", exc)
+
+
+def _optuna_suggest(trial: Any, param: Parameter) -> Any:
+    dist = optuna_distribution(param)
+    if isinstance(param, ChoiceParameter):
+        return trial.suggest_categorical(param.name, dist.choices)
+    if isinstance(param, RangeParameter) and param.kind == "int":
+        return trial.suggest_int(param.name, dist.low, dist.high, step=dist.step, log=dist.log)
+    return trial.suggest_float(param.name, dist.low, dist.high, step=dist.step, log=dist.log)
+
+
+# --- hyperopt (TPE) --------------------------------------------------------------------------
+
+class HyperoptModel(ArmModel):
+    """hyperopt's TPE (``tpe.suggest``) over a flat space: categorical choices by index, ranges
+    as uniform positions in the parameter's own scale (so log ranges are log-uniform and
+    int/step ranges are rounded by the spec). Inactive conditional values are ignored."""
+
+    def __init__(self, spec: StudySpec, context: Mapping[str, Any], seed: int, *, warmup: int):
+        super().__init__(spec, context, seed)
+        import hyperopt
+        from hyperopt import hp
+
+        logging.getLogger("hyperopt").setLevel(logging.WARNING)
+        space = {
+            p.name: hp.choice(p.name, list(range(len(p.values))))
+            if isinstance(p, ChoiceParameter) else hp.uniform(p.name, 0.0, 1.0)
+            for p in self.dims
+        }
+        self.domain = hyperopt.Domain(lambda _: 0.0, space)
+        self.trials = hyperopt.Trials()
+        self.algo = partial(hyperopt.tpe.suggest, n_startup_jobs=warmup)
+        self.rng = np.random.default_rng(seed)
+        self.asked: dict[int, int] = {}
+
+    def suggest(self, number: int) -> Values:
+        [tid] = self.trials.new_trial_ids(1)
+        docs = self.algo([tid], self.domain, self.trials, int(self.rng.integers(2**31 - 1)))
+        self.trials.insert_trial_docs(docs)
+        self.trials.refresh()
+        self.asked[number] = tid
+        raw = {k: v[0] for k, v in docs[0]["misc"]["vals"].items() if v}
+        chosen: Values = {}
+        for param in self.dims:
+            if param in self.active(chosen):
+                chosen[param.name] = _from_hyperopt(param, raw[param.name])
+        return chosen
+
+    def tell(self, number: int, values: Mapping[str, Any], value: float | None, state: str,
+             last_step: int | None) -> None:
+        from hyperopt import JOB_STATE_DONE, JOB_STATE_ERROR, STATUS_FAIL, STATUS_OK
+
+        ok = state == TRIAL_COMPLETED and value is not None
+        result = ({"status": STATUS_OK, "loss": value if self.minimize else -value} if ok
+                  else {"status": STATUS_FAIL})
+        tid = self.asked.pop(number, None)
+        if tid is None:  # replayed from the store: write the trial as hyperopt would have
+            [tid] = self.trials.new_trial_ids(1)
+            active = {p.name for p in self.active(values)}
+            vals = {p.name: [_to_hyperopt(p, values[p.name])] if p.name in active
+                    and p.name in values else [] for p in self.dims}
+            misc = {"tid": tid, "cmd": self.domain.cmd, "workdir": None,
+                    "idxs": {k: [tid] if v else [] for k, v in vals.items()}, "vals": vals}
+            [doc] = self.trials.new_trial_docs([tid], [None], [result], [misc])
+            self.trials.insert_trial_docs([doc])
+        self.trials.refresh()
+        for doc in self.trials._dynamic_trials:
+            if doc["tid"] == tid:
+                doc["result"] = result
+                doc["state"] = JOB_STATE_DONE if ok else JOB_STATE_ERROR
+        self.trials.refresh()
+
+
+def _from_hyperopt(param: Parameter, raw: Any) -> Any:
+    if isinstance(param, ChoiceParameter):
+        return param.values[int(raw)]
+    assert isinstance(param, RangeParameter)
+    return param.from_unit(float(raw))
+
+
+def _to_hyperopt(param: Parameter, value: Any) -> Any:
+    if isinstance(param, ChoiceParameter):
+        return param.values.index(value)
+    assert isinstance(param, RangeParameter)
+    return min(max(param.to_unit(float(value)), 0.0), 1.0)
+
+
+SAMPLERS = ("tpe", "gp", "hyperopt")
+
+
+def create_model(sampler: str, spec: StudySpec, context: Mapping[str, Any], seed: int,
+                 warmup: int) -> ArmModel:
+    """The model named ``sampler`` (one of :data:`SAMPLERS`) for one arm."""
+    if sampler == "hyperopt":
+        return HyperoptModel(spec, context, seed, warmup=warmup)
+    if sampler in ("tpe", "gp"):
+        return OptunaModel(spec, context, seed, sampler=sampler, warmup=warmup)
+    raise ValueError(f"unknown sampler {sampler!r} (valid: {', '.join(SAMPLERS)})")

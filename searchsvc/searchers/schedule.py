@@ -1,0 +1,63 @@
+"""What a searcher asks of the runner while trials run: stop the weak ones early (Hyperband)
+or perturb a population (PBT). Plain descriptions; the runner maps them to Ray Tune schedulers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class HyperbandSchedule:
+    """Asynchronous successive halving (ASHA) in ``brackets`` Hyperband brackets.
+
+    Bracket ``s`` has rungs at ``grace_period * reduction_factor**(k + s)`` steps; a trial that
+    reaches a rung below the top ``1/reduction_factor`` of the values recorded there is stopped.
+    """
+
+    max_steps: int
+    grace_period: int
+    reduction_factor: float
+    brackets: int
+    seed: int = 0
+    kind: Literal["hyperband"] = "hyperband"
+
+    def milestones(self, bracket: int = 0) -> list[int]:
+        """The rung steps of ``bracket``, ascending (as Ray Tune's ASHA computes them)."""
+        count = int(math.log(self.max_steps / self.grace_period)
+                    / math.log(self.reduction_factor) - bracket + 1)
+        return [int(self.grace_period * self.reduction_factor ** (k + bracket))
+                for k in range(count)]
+
+    def bracket_for(self, number: int) -> int:
+        """Trial ``number``'s bracket: drawn as Ray Tune draws it (brackets with more rungs are
+        likelier), but seeded by the trial number so a resumed study assigns the same ones."""
+        sizes = np.array([len(self.milestones(b)) for b in range(self.brackets)], dtype=float)
+        weights = np.exp(sizes - sizes.max())
+        rng = np.random.default_rng([self.seed, number, 7])
+        return int(rng.choice(self.brackets, p=weights / weights.sum()))
+
+
+@dataclass(frozen=True)
+class PopulationSchedule:
+    """Population Based Training: every ``perturbation_interval`` steps, a trial in the bottom
+    ``quantile_fraction`` of its arm copies the checkpoint of one in the top fraction and
+    explores new values of the mutable nuisance parameters."""
+
+    variant: Literal["pbt", "pb2"]
+    max_steps: int
+    perturbation_interval: int
+    quantile_fraction: float
+    resample_probability: float
+    mutations: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)  # pbt: ordered values
+    bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # pb2: numeric ranges
+    seed: int = 0
+    kind: Literal["population"] = "population"
+
+
+Schedule = HyperbandSchedule | PopulationSchedule
