@@ -1,7 +1,10 @@
-"""A PyTorch MLP on scikit-learn's bundled 8x8 digits (no download), for real tuning studies.
+"""A PyTorch MLP or CNN on scikit-learn's bundled 8x8 digits (no download), for real tuning
+studies and architecture search.
 
-Config (all optional but ``learning_rate``): num_layers, hidden_units, activation
-(relu|tanh|gelu), dropout, optimizer (adam|sgd), momentum, weight_decay, batch_size.
+Config (all optional but ``learning_rate``): model (mlp|cnn), conv_layers and channels_<i>
+(cnn: 3x3 convolutions, the last followed by 2x2 max pooling), num_layers with units_<i> or
+hidden_units (the dense layers), activation (relu|tanh|gelu), dropout, optimizer (adam|sgd),
+momentum, weight_decay, batch_size. Layer indices start at 0.
 Reports train_loss, val_loss and val_error every epoch for ``budget.max_steps`` epochs, checkpoints
 through searchsvc's helper when the study keeps checkpoints, and resumes from one.
 """
@@ -36,9 +39,19 @@ def load_data() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 def build_model(config: dict, n_in: int = 64, n_out: int = 10) -> nn.Module:
     layers: list[nn.Module] = []
     width = n_in
+    activation = _ACTIVATIONS[config.get("activation", "relu")]
+    if config.get("model", "mlp") == "cnn":
+        channels = 1
+        layers.append(nn.Unflatten(1, (1, 8, 8)))
+        for i in range(int(config.get("conv_layers", 1))):
+            out = int(config.get(f"channels_{i}", 16))
+            layers += [nn.Conv2d(channels, out, 3, padding=1), activation()]
+            channels = out
+        layers += [nn.MaxPool2d(2), nn.Flatten()]
+        width = channels * 16
     for i in range(int(config.get("num_layers", 2))):
         units = int(config.get(f"units_{i}", config.get("hidden_units", 64)))
-        layers += [nn.Linear(width, units), _ACTIVATIONS[config.get("activation", "relu")]()]
+        layers += [nn.Linear(width, units), activation()]
         if config.get("dropout", 0.0):
             layers.append(nn.Dropout(float(config["dropout"])))
         width = units
@@ -67,6 +80,11 @@ def train(config: dict) -> None:
     if state is not None:
         model.load_state_dict(state["model"])
         optimizer.load_state_dict(state["optimizer"])
+        # The checkpoint may come from another trial (PBT): train on with *this* config's
+        # hyperparameters, not the ones saved in the optimizer state.
+        for group in optimizer.param_groups:
+            group["lr"] = float(config["learning_rate"])
+            group["weight_decay"] = float(config.get("weight_decay", 0.0))
         start = int(state["epoch"]) + 1
     generator = torch.Generator().manual_seed(sdk.trial_context().seed)
     for epoch in range(start, sdk.max_steps(20) + 1):

@@ -16,10 +16,13 @@ from searchsvc.runner.progress import Progress
 from searchsvc.runner.trainable import is_finite_number
 from searchsvc.searchers import Observation, Searcher
 from searchsvc.store import (
+    EVENT_EXPLOIT,
+    EVENT_STOPPED_EARLY,
     TRIAL_COMPLETED,
     TRIAL_FAILED,
     TRIAL_INFEASIBLE,
     TRIAL_INTERRUPTED,
+    TRIAL_PRUNED,
     Store,
     StudyRecord,
     improves,
@@ -44,6 +47,8 @@ class _Running:
     best: float | None = None
     node_recorded: bool = False
     metric_names: set[str] = field(default_factory=set)
+    curve: list[tuple[int, float]] = field(default_factory=list)
+    stopped_early: str | None = None  # why a scheduler stopped it
 
 
 def user_metrics(result: dict[str, Any]) -> dict[str, Any]:
@@ -65,6 +70,8 @@ class StoreCallback(PicklesDetached, tune.Callback):
         self.running: dict[str, _Running] = {}
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        if trial.trial_id in self.running:
+            return  # restarted after a pause (PBT): the same attempt goes on
         meta = trial.config.get(META_KEY) or {}
         config = {k: v for k, v in trial.config.items() if k != META_KEY}
         record = self.store.start_trial(
@@ -87,8 +94,10 @@ class StoreCallback(PicklesDetached, tune.Callback):
             state.reported_metric = True
             if not math.isfinite(value) and state.non_finite_step is None:
                 state.non_finite_step = step
-            elif improves(value, state.best, self.mode):
-                state.best = float(value)
+            elif math.isfinite(value):
+                state.curve.append((step, float(value)))
+                if improves(value, state.best, self.mode):
+                    state.best = float(value)
         else:
             value = None
         self.store.record_measurements(state.trial_id, state.attempt, self.mode,
@@ -107,6 +116,8 @@ class StoreCallback(PicklesDetached, tune.Callback):
         if state.non_finite_step is not None:
             outcome = TRIAL_INFEASIBLE
             error = f"{self.metric} became non-finite at step {state.non_finite_step}"
+        elif state.stopped_early is not None and state.reported_metric:
+            outcome, error = TRIAL_PRUNED, state.stopped_early
         elif not state.reported_metric:
             outcome = TRIAL_FAILED
             seen = ", ".join(sorted(state.metric_names)) or "nothing"
@@ -121,6 +132,28 @@ class StoreCallback(PicklesDetached, tune.Callback):
         if state is None:
             return
         self._finish(trial, state, TRIAL_FAILED, _error_text(trial))
+
+    def stopped_early(self, trial: Any, step: int, data: dict[str, Any]) -> None:
+        """A scheduler stopped ``trial`` at ``step`` (it will complete as pruned)."""
+        state = self.running.get(trial.trial_id)
+        if state is None:
+            return
+        cutoff = data.get("cutoff")
+        state.stopped_early = (
+            f"stopped early by {data.get('scheduler', 'the scheduler')} at step {step}: "
+            f"{self.metric}={_short(data.get('value'))} was not in the top "
+            f"1/{_short(data.get('reduction_factor'))} at rung {data.get('rung')}"
+            + ("" if cutoff is None else f" (cutoff {_short(cutoff)})"))
+        self.store.record_event(self.study.id, state.number, EVENT_STOPPED_EARLY, step=step,
+                                data=data)
+
+    def exploited(self, trial: Any, step: int, data: dict[str, Any]) -> None:
+        """PBT replaced ``trial``'s weights and config with a perturbed copy of another's."""
+        state = self.running.get(trial.trial_id)
+        if state is None:
+            return
+        self.store.record_event(self.study.id, state.number, EVENT_EXPLOIT, step=step,
+                                data=data)
 
     def interrupt_all(self) -> None:
         """Mark every trial still running as interrupted (the run is being stopped)."""
@@ -137,8 +170,13 @@ class StoreCallback(PicklesDetached, tune.Callback):
         config = {k: v for k, v in trial.config.items() if k != META_KEY}
         self.searcher.observe(Observation(
             number=state.number, config=config, state=outcome,
-            value=state.best if outcome == TRIAL_COMPLETED else None,
+            value=state.best if outcome in (TRIAL_COMPLETED, TRIAL_PRUNED) else None,
+            curve=tuple(state.curve),
         ))
+
+
+def _short(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def _error_text(trial: Any) -> str:

@@ -19,7 +19,7 @@ from searchsvc.errors import ConflictError, NotFoundError, RunnerError
 from searchsvc.runner.context import META_KEY
 from searchsvc.runner.objective import module_root, resolve_objective, search_paths_for
 from searchsvc.runner.progress import Progress
-from searchsvc.searchers import Observation, Searcher, create_searcher
+from searchsvc.searchers import Observation, PopulationSchedule, Searcher, create_searcher
 from searchsvc.spec import StudySpec, parse_spec
 from searchsvc.store import (
     STUDY_COMPLETED,
@@ -96,11 +96,12 @@ def run_study(name: str, store: Store, options: RunOptions) -> RunOutcome:
     spec = parse_spec(study.spec_text, file=study.spec_file)
     searcher = create_searcher(spec)
     store.interrupt_running_trials(study.id)  # left over from a driver that died
-    trials = store.get_trials(name)
+    trials = store.get_trials(name, measurements=True)
     finished = {t.number for t in trials if t.finished}
-    for t in trials:
-        if t.finished:
-            searcher.observe(Observation(t.number, t.config, t.best_value, t.state))
+    history = [Observation(t.number, t.config, t.best_value, t.state,
+                           curve=tuple(t.curve(study.metric))) for t in trials if t.finished]
+    for observation in history:
+        searcher.observe(observation)
     pending = [n for n in range(searcher.total_trials) if n not in finished]
     failed = sum(t.state in (TRIAL_FAILED, TRIAL_INFEASIBLE) for t in trials)
     progress = Progress(study.name, searcher.total_trials, study.metric, study.mode,
@@ -116,7 +117,8 @@ def run_study(name: str, store: Store, options: RunOptions) -> RunOutcome:
     try:
         if pending:
             with _ray_session(spec, options), ctrl_c.graceful():
-                callback = _fit(spec, study, store, searcher, pending, progress, options)
+                callback = _fit(spec, study, store, searcher, pending, history, progress,
+                                options)
     except KeyboardInterrupt:
         ctrl_c.pressed = True
     finally:
@@ -141,28 +143,38 @@ def run_study(name: str, store: Store, options: RunOptions) -> RunOutcome:
 
 
 def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
-         pending: list[int], progress: Progress, options: RunOptions) -> Any:
+         pending: list[int], history: list[Observation], progress: Progress,
+         options: RunOptions) -> Any:
     from ray import tune
 
     from searchsvc.runner.callbacks import StoreCallback, StudyStopper
+    from searchsvc.runner.schedulers import StudyHyperBand, create_scheduler
     from searchsvc.runner.trainable import TrialSettings, run_trial
     from searchsvc.runner.tune_search import StudySearch
 
+    schedule = searcher.schedule()
     settings = TrialSettings(
         study=spec.name, objective=spec.objective,
         search_paths=tuple(search_paths_for(study.spec_file)), metric=spec.metric,
         mode=spec.mode, max_steps=spec.budget.max_steps,
-        keep_checkpoints=spec.checkpoints.keep_best is not None,
+        # PBT copies checkpoints between trials, so its objectives must save them.
+        keep_checkpoints=spec.checkpoints.keep_best is not None
+        or isinstance(schedule, PopulationSchedule),
     )
     resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
     trainable = tune.with_resources(tune.with_parameters(run_trial, settings=settings), resources)
     callback = StoreCallback(store, study, searcher, progress)
+    scheduler = create_scheduler(schedule, spec, callback)
+    if isinstance(scheduler, StudyHyperBand):  # earlier runs' results fill the rungs
+        for observation in history:
+            scheduler.replay(observation.number, list(observation.curve))
     keep = spec.checkpoints.keep_best
     results_dir = Path(study.results_dir or searchsvc_home() / "results" / spec.name)
     tuner = tune.Tuner(
         trainable,
         tune_config=tune.TuneConfig(
             search_alg=StudySearch(searcher, pending, spec.metric, spec.mode),
+            scheduler=scheduler,
             num_samples=len(pending),
             max_concurrent_trials=spec.budget.max_concurrent,
             reuse_actors=True,

@@ -4,6 +4,8 @@ Knows nothing of Ray or searchers: the runner writes into it, analysis and repor
 """
 
 from searchsvc.store.records import (
+    EVENT_EXPLOIT,
+    EVENT_STOPPED_EARLY,
     FINISHED_TRIAL_STATES,
     STUDY_COMPLETED,
     STUDY_CREATED,
@@ -18,12 +20,15 @@ from searchsvc.store.records import (
     TRIAL_RUNNING,
     Measurement,
     StudyRecord,
+    TrialEvent,
     TrialRecord,
     improves,
 )
 from searchsvc.store.sql import Store, default_storage_url, searchsvc_home
 
 __all__ = [
+    "EVENT_EXPLOIT",
+    "EVENT_STOPPED_EARLY",
     "FINISHED_TRIAL_STATES",
     "STUDY_COMPLETED",
     "STUDY_CREATED",
@@ -39,6 +44,7 @@ __all__ = [
     "Measurement",
     "Store",
     "StudyRecord",
+    "TrialEvent",
     "TrialRecord",
     "default_storage_url",
     "improves",

@@ -82,6 +82,20 @@ class TrialRecord:
         ]
 
 
+# Trial events (what schedulers did).
+EVENT_STOPPED_EARLY = "stopped_early"  # data: rung, cutoff, value
+EVENT_EXPLOIT = "exploit"  # data: parent (trial number), parent_step, old_config, new_config
+
+
+@dataclass(frozen=True)
+class TrialEvent:
+    trial_number: int
+    kind: str
+    step: int | None
+    data: Mapping[str, Any]
+    recorded_at: float = 0.0
+
+
 @dataclass(frozen=True)
 class StudyRecord:
     id: int

@@ -74,3 +74,21 @@ class MeasurementRow(Base):
     value: Mapped[float | None] = mapped_column(Float)
     metrics: Mapped[str] = mapped_column(Text, nullable=False)
     recorded_at: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class EventRow(Base):
+    """Something a scheduler did to a trial: stopped it at a rung, or (PBT) replaced its weights
+    and config with a perturbed copy of another trial's."""
+
+    __tablename__ = "trial_events"
+    __table_args__ = (Index("ix_event_study_trial", "study_id", "trial_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    study_id: Mapped[int] = mapped_column(
+        ForeignKey("studies.id", ondelete="CASCADE"), nullable=False
+    )
+    trial_number: Mapped[int] = mapped_column(Integer, nullable=False)
+    kind: Mapped[str] = mapped_column(String(30), nullable=False)
+    step: Mapped[int | None] = mapped_column(Integer)
+    data: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
+    recorded_at: Mapped[float] = mapped_column(Float, nullable=False)

@@ -25,10 +25,11 @@ from searchsvc.store.records import (
     TRIAL_STATES,
     Measurement,
     StudyRecord,
+    TrialEvent,
     TrialRecord,
     improves,
 )
-from searchsvc.store.schema import Base, MeasurementRow, StudyRow, TrialRow
+from searchsvc.store.schema import Base, EventRow, MeasurementRow, StudyRow, TrialRow
 
 
 def searchsvc_home() -> Path:
@@ -152,6 +153,7 @@ class Store:
             row = self._study_row(s, name)
             trial_ids = select(TrialRow.id).where(TrialRow.study_id == row.id)
             s.execute(delete(MeasurementRow).where(MeasurementRow.trial_id.in_(trial_ids)))
+            s.execute(delete(EventRow).where(EventRow.study_id == row.id))
             s.execute(delete(TrialRow).where(TrialRow.study_id == row.id))
             s.delete(row)
 
@@ -253,6 +255,26 @@ class Store:
                         step=m.step, value=m.value, metrics=jsonutil.loads_metrics(m.metrics),
                         attempt=m.attempt, recorded_at=m.recorded_at))
             return [self._trial_record(r, tuple(by_trial[r.id])) for r in rows]
+
+    # -- events --------------------------------------------------------------------------------
+
+    def record_event(self, study_id: int, trial_number: int, kind: str, *,
+                     step: int | None = None, data: Mapping[str, Any] | None = None) -> None:
+        """Record what a scheduler did to trial ``trial_number`` (see ``EVENT_*``)."""
+        with self._session() as s:
+            s.add(EventRow(study_id=study_id, trial_number=trial_number, kind=kind, step=step,
+                           data=jsonutil.dumps(dict(data or {})), recorded_at=time.time()))
+
+    def get_events(self, study_name: str, *, kind: str | None = None) -> list[TrialEvent]:
+        """The study's trial events in the order they happened."""
+        with self._session() as s:
+            study = self._study_row(s, study_name)
+            query = select(EventRow).where(EventRow.study_id == study.id)
+            if kind is not None:
+                query = query.where(EventRow.kind == kind)
+            rows = s.scalars(query.order_by(EventRow.id)).all()
+            return [TrialEvent(r.trial_number, r.kind, r.step, jsonutil.loads(r.data),
+                               r.recorded_at) for r in rows]
 
     # -- helpers -------------------------------------------------------------------------------
 

@@ -1,0 +1,189 @@
+"""Ray Tune schedulers for a searcher's :class:`Schedule`, with the glue searchsvc needs:
+deterministic Hyperband brackets that a resumed study refills from the store, PBT exploitation
+kept within a scientific arm, and every early stop and exploit reported as an event."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Protocol
+
+from ray.tune.schedulers import (
+    AsyncHyperBandScheduler,
+    PopulationBasedTraining,
+    TrialScheduler,
+)
+from ray.tune.schedulers.pb2 import PB2
+
+from searchsvc.runner.context import META_KEY
+from searchsvc.searchers import HyperbandSchedule, PopulationSchedule, Schedule
+from searchsvc.spec import RangeParameter, StudySpec
+
+STEP = "training_iteration"
+
+
+class SchedulerEvents(Protocol):
+    """Where schedulers report what they did to a trial (the store callback)."""
+
+    def stopped_early(self, trial: Any, step: int, data: dict[str, Any]) -> None: ...
+
+    def exploited(self, trial: Any, step: int, data: dict[str, Any]) -> None: ...
+
+
+def trial_number(trial: Any) -> int:
+    return int(trial.config[META_KEY]["number"])
+
+
+def create_scheduler(schedule: Schedule | None, spec: StudySpec, events: SchedulerEvents
+                     ) -> TrialScheduler | None:
+    """The Ray Tune scheduler for ``schedule`` (None: Tune's default FIFO)."""
+    if isinstance(schedule, HyperbandSchedule):
+        return StudyHyperBand(schedule, spec.metric, spec.mode, events, label=spec.searcher)
+    if isinstance(schedule, PopulationSchedule):
+        cls = StudyPB2 if schedule.variant == "pb2" else StudyPBT
+        return cls(schedule, spec, events)
+    return None
+
+
+class _PastTrial:
+    """Stands for a trial of an earlier run when its results are replayed into the rungs."""
+
+    def __init__(self, number: int):
+        self.trial_id = f"past-{number}"
+
+
+class StudyHyperBand(AsyncHyperBandScheduler):
+    """Ray Tune's asynchronous Hyperband with brackets assigned by trial number, rungs that can
+    be refilled from the store on resume, and early stops reported."""
+
+    def __init__(self, schedule: HyperbandSchedule, metric: str, mode: str,
+                 events: SchedulerEvents, label: str = "hyperband"):
+        super().__init__(time_attr=STEP, metric=metric, mode=mode, max_t=schedule.max_steps,
+                         grace_period=schedule.grace_period,
+                         reduction_factor=schedule.reduction_factor,
+                         brackets=schedule.brackets)
+        self.schedule, self.events, self.label = schedule, events, label
+
+    def replay(self, number: int, curve: list[tuple[int, float]]) -> None:
+        """Record a finished trial's results in its bracket's rungs, as if it had just run."""
+        bracket = self._brackets[self.schedule.bracket_for(number)]
+        past = _PastTrial(number)
+        for step, value in curve:
+            if math.isfinite(value):
+                bracket.on_result(past, step, self._metric_op * value)
+
+    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
+        super().on_trial_add(tune_controller, trial)  # validates metric and mode
+        index = self.schedule.bracket_for(trial_number(trial))
+        self._trial_info[trial.trial_id] = self._brackets[index]
+
+    def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
+        step, value = result.get(STEP), result.get(self._metric)
+        rung = self._rung_reached(trial, step)
+        action = super().on_trial_result(tune_controller, trial, result)
+        if (action == TrialScheduler.STOP and rung is not None and step is not None
+                and step < self.schedule.max_steps):
+            milestone, cutoff = rung
+            self.events.stopped_early(trial, int(step), {
+                "scheduler": self.label, "rung": milestone,
+                "bracket": self.schedule.bracket_for(trial_number(trial)),
+                "value": value, "cutoff": None if cutoff is None else
+                float(cutoff) * self._metric_op,
+                "reduction_factor": self.schedule.reduction_factor,
+            })
+        return action
+
+    def _rung_reached(self, trial: Any, step: Any) -> tuple[int, float | None] | None:
+        """The rung this result is judged at and its cutoff before this result, if any."""
+        bracket = self._trial_info.get(trial.trial_id)
+        if bracket is None or step is None:
+            return None
+        for milestone, recorded in bracket._rungs:
+            if step < milestone or trial.trial_id in recorded:
+                continue
+            return int(milestone), bracket.cutoff(recorded)
+        return None
+
+
+class _ArmPopulation:
+    """PBT glue shared by the PBT and PB2 schedulers: exploitation stays within the trial's
+    scientific arm (its population), a trial keeps its own identity when it copies another's
+    weights, and each exploit is reported with parent and child."""
+
+    events: SchedulerEvents
+    spec: StudySpec
+    _only_arm: Any = None
+
+    def _checkpoint_or_exploit(self, trial: Any, tune_controller: Any,
+                               upper_quantile: list, lower_quantile: list) -> None:
+        self._only_arm = _arm_key(trial)
+        try:
+            lower_quantile, upper_quantile = self._quantiles()  # type: ignore[attr-defined]
+        finally:
+            self._only_arm = None
+        super()._checkpoint_or_exploit(  # type: ignore[misc]
+            trial, tune_controller, upper_quantile, lower_quantile)
+
+    def _quantiles(self) -> tuple[list, list]:
+        if self._only_arm is None:
+            return super()._quantiles()  # type: ignore[misc]
+        everyone = self._trial_state  # type: ignore[has-type]
+        self._trial_state = {t: s for t, s in everyone.items() if _arm_key(t) == self._only_arm}
+        try:
+            return super()._quantiles()  # type: ignore[misc]
+        finally:
+            self._trial_state = everyone
+
+    def _get_new_config(self, trial: Any, trial_to_clone: Any) -> tuple[dict, dict]:
+        new_config, operations = super()._get_new_config(  # type: ignore[misc]
+            trial, trial_to_clone)
+        new_config = dict(new_config)
+        new_config[META_KEY] = trial.config[META_KEY]
+        for name, value in list(new_config.items()):
+            param = self.spec.parameters.get(name)
+            if isinstance(param, RangeParameter) and isinstance(value, int | float):
+                value = min(max(value, param.low), param.high)
+                new_config[name] = round(value) if param.kind == "int" else float(value)
+        return new_config, operations
+
+    def _exploit(self, tune_controller: Any, trial: Any, trial_to_clone: Any) -> None:
+        old_config = _user_config(trial.config)
+        parent_step = self._trial_state[trial_to_clone].last_train_time  # type: ignore[attr-defined]
+        step = self._trial_state[trial].last_train_time  # type: ignore[attr-defined]
+        super()._exploit(tune_controller, trial, trial_to_clone)  # type: ignore[misc]
+        self.events.exploited(trial, int(step or 0), {
+            "parent": trial_number(trial_to_clone), "parent_step": int(parent_step or 0),
+            "old_config": old_config, "new_config": _user_config(trial.config),
+            "parent_config": _user_config(trial_to_clone.config),
+        })
+
+
+class StudyPBT(_ArmPopulation, PopulationBasedTraining):
+    def __init__(self, schedule: PopulationSchedule, spec: StudySpec, events: SchedulerEvents):
+        super().__init__(
+            time_attr=STEP, metric=spec.metric, mode=spec.mode,
+            perturbation_interval=schedule.perturbation_interval,
+            hyperparam_mutations={k: list(v) for k, v in schedule.mutations.items()},
+            quantile_fraction=schedule.quantile_fraction,
+            resample_probability=schedule.resample_probability, log_config=False,
+        )
+        self.spec, self.events = spec, events
+
+
+class StudyPB2(_ArmPopulation, PB2):
+    def __init__(self, schedule: PopulationSchedule, spec: StudySpec, events: SchedulerEvents):
+        super().__init__(
+            time_attr=STEP, metric=spec.metric, mode=spec.mode,
+            perturbation_interval=schedule.perturbation_interval,
+            hyperparam_bounds={k: list(v) for k, v in schedule.bounds.items()},
+            quantile_fraction=schedule.quantile_fraction, log_config=False,
+        )
+        self.spec, self.events = spec, events
+
+
+def _arm_key(trial: Any) -> tuple:
+    arm = trial.config.get(META_KEY, {}).get("arm") or {}
+    return tuple(sorted((k, repr(v)) for k, v in arm.items()))
+
+
+def _user_config(config: dict) -> dict:
+    return {k: v for k, v in config.items() if k != META_KEY}
