@@ -87,3 +87,29 @@ def playbook(config: dict) -> None:
         if diverges and step > steps // 3:
             val = float("nan")
         sdk.report({"train_loss": val * 0.9, "val_loss": val, "val_error": val / 2.3})
+
+
+# --- A population-based-training toy: the best learning rate drifts during training. -------
+
+def pbt_toy_gain(learning_rate: float, step: int, max_steps: int) -> float:
+    """Progress made at ``step``: best when log10(lr) is near a target that moves from -1 at
+    the start to -3 at the end (high learning rate early, low late, as in real schedules)."""
+    target = -1.0 - 2.0 * step / max_steps
+    return math.exp(-((math.log10(learning_rate) - target) ** 2))
+
+
+def pbt_toy_fixed_score(learning_rate: float, max_steps: int) -> float:
+    """The final score of a run that keeps one learning rate throughout."""
+    return sum(pbt_toy_gain(learning_rate, t, max_steps) for t in range(1, max_steps + 1))
+
+
+def pbt_toy(config: dict) -> None:
+    """Accumulates :func:`pbt_toy_gain` per step into ``score`` (maximise); checkpoints its
+    state every step and resumes from a checkpoint, so PBT can copy and perturb it."""
+    steps = sdk.max_steps(20)
+    state = sdk.restore() or {"score": 0.0, "step": 0}
+    score, start = float(state["score"]), int(state["step"]) + 1
+    for step in range(start, steps + 1):
+        score += pbt_toy_gain(float(config["learning_rate"]), step, steps)
+        sdk.report({"score": score, "learning_rate": float(config["learning_rate"])},
+                   state=lambda score=score, step=step: {"score": score, "step": step})

@@ -113,6 +113,12 @@ class _ArmPopulation:
     spec: StudySpec
     _only_arm: Any = None
 
+    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
+        # Ray refuses any search algorithm beside PBT, because a model-based one would learn
+        # from configs PBT changed behind its back. searchsvc's only hands out the study's
+        # initial population (and pbt's searcher learns nothing), so it is hidden from the check.
+        super().on_trial_add(_WithoutSearchAlg(tune_controller), trial)  # type: ignore[misc]
+
     def _checkpoint_or_exploit(self, trial: Any, tune_controller: Any,
                                upper_quantile: list, lower_quantile: list) -> None:
         self._only_arm = _arm_key(trial)
@@ -178,6 +184,16 @@ class StudyPB2(_ArmPopulation, PB2):
             quantile_fraction=schedule.quantile_fraction, log_config=False,
         )
         self.spec, self.events = spec, events
+
+
+class _WithoutSearchAlg:
+    def __init__(self, controller: Any):
+        self._controller = controller
+
+    search_alg = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._controller, name)
 
 
 def _arm_key(trial: Any) -> tuple:
