@@ -93,9 +93,9 @@ def playbook(config: dict) -> None:
 
 def pbt_toy_gain(learning_rate: float, step: int, max_steps: int) -> float:
     """Progress made at ``step``: best when log10(lr) is near a target that moves from -1 at
-    the start to -3 at the end (high learning rate early, low late, as in real schedules)."""
-    target = -1.0 - 2.0 * step / max_steps
-    return math.exp(-((math.log10(learning_rate) - target) ** 2))
+    the start to -2.5 at the end (high learning rate early, low late, as in real schedules)."""
+    target = -1.0 - 1.5 * step / max_steps
+    return math.exp(-(((math.log10(learning_rate) - target) / 0.5) ** 2))
 
 
 def pbt_toy_fixed_score(learning_rate: float, max_steps: int) -> float:

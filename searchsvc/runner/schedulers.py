@@ -5,6 +5,7 @@ kept within a scientific arm, and every early stop and exploit reported as an ev
 from __future__ import annotations
 
 import math
+import random
 from typing import Any, Protocol
 
 from ray.tune.schedulers import (
@@ -39,6 +40,7 @@ def create_scheduler(schedule: Schedule | None, spec: StudySpec, events: Schedul
     if isinstance(schedule, HyperbandSchedule):
         return StudyHyperBand(schedule, spec.metric, spec.mode, events, label=spec.searcher)
     if isinstance(schedule, PopulationSchedule):
+        random.seed(schedule.seed)  # Ray's PBT draws from the global `random` module
         cls = StudyPB2 if schedule.variant == "pb2" else StudyPBT
         return cls(schedule, spec, events)
     return None
