@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import warnings
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -55,6 +55,15 @@ class ArmModel(ABC):
                 if param.name in chosen:
                     known[param.name] = chosen[param.name]
         return out
+
+    def choose(self, pick: Callable[[Parameter], Any]) -> Values:
+        """Define-by-run: ``pick`` a value for each nuisance parameter that is active given the
+        arm and the values picked before it."""
+        known, chosen = dict(self.context), {}
+        for param in self.dims:
+            if param.is_active(known):
+                known[param.name] = chosen[param.name] = pick(param)
+        return chosen
 
 
 # --- Optuna (TPE, GP) ------------------------------------------------------------------------
@@ -104,10 +113,7 @@ class OptunaModel(ArmModel):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             trial = self.study.ask()
-            chosen: Values = {}
-            for param in self.dims:
-                if param in self.active(chosen):
-                    chosen[param.name] = _optuna_suggest(trial, param)
+            chosen = self.choose(lambda param: _optuna_suggest(trial, param))
         self.asked[number] = trial
         return chosen
 
@@ -184,11 +190,7 @@ class HyperoptModel(ArmModel):
         self.trials.refresh()
         self.asked[number] = tid
         raw = {k: v[0] for k, v in docs[0]["misc"]["vals"].items() if v}
-        chosen: Values = {}
-        for param in self.dims:
-            if param in self.active(chosen):
-                chosen[param.name] = _from_hyperopt(param, raw[param.name])
-        return chosen
+        return self.choose(lambda param: _from_hyperopt(param, raw[param.name]))
 
     def tell(self, number: int, values: Mapping[str, Any], value: float | None, state: str,
              last_step: int | None) -> None:

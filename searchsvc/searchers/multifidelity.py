@@ -131,10 +131,10 @@ class BohbSearcher(HyperbandSearcher):
     def observe(self, observation: Observation) -> None:
         arm, _ = self.arm_for(observation.number)
         model = self.models[arm.index]
+        last = observation.last_step
         for budget in self.budgets:
-            last = observation.last_step
             if last is None or last < budget:
                 break
             model.tell(observation.config, budget, observation.value_at(budget))
-        if observation.last_step is None:
+        if last is None:
             model.tell(observation.config, self.budgets[0], None)

@@ -11,9 +11,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from searchsvc.errors import SpecIssue
-from searchsvc.searchers.base import Proposal, Searcher
+from searchsvc.searchers.base import Proposal
 from searchsvc.searchers.schedule import PopulationSchedule
-from searchsvc.searchers.simple import halton_points
+from searchsvc.searchers.simple import QuasiRandomSearcher
 from searchsvc.searchers.space import build_config, nuisance_dimensions, scientific_arms
 from searchsvc.spec import ChoiceParameter, Parameter, RangeParameter, StudySpec
 
@@ -31,7 +31,7 @@ class PbtOptions(BaseModel):
         "values per continuous range that pbt moves between (neighbours on the range's scale)"))
 
 
-class PbtSearcher(Searcher):
+class PbtSearcher(QuasiRandomSearcher):
     name = "pbt"
     summary = ("population based training (Ray Tune's PBT, or PB2): mutates the nuisance "
                "parameters during training; lineage recorded")
@@ -56,12 +56,8 @@ class PbtSearcher(Searcher):
                 f"mutate: unconditional {kinds} that no other parameter depends on"))
         return issues
 
-    @cached_property
-    def _points(self) -> list[np.ndarray]:
-        per_arm = -(-self.total_trials // len(self.arms))
-        return [halton_points(self.spec, arm, per_arm) for arm in self.arms]
-
     def propose(self, number: int) -> Proposal:
+        """The quasi-random initial population, snapped onto pbt's mutation ladders."""
         arm, index = self.arm_for(number)
         point = self._points[arm.index][index]
         values = {}
@@ -74,6 +70,10 @@ class PbtSearcher(Searcher):
         return Proposal(number, build_config(self.spec, arm, values), arm, self.seed_for(number))
 
     def schedule(self) -> PopulationSchedule:
+        return self._schedule
+
+    @cached_property
+    def _schedule(self) -> PopulationSchedule:
         opts: PbtOptions = self.options  # type: ignore[assignment]
         max_steps = self.spec.budget.max_steps
         assert max_steps is not None
