@@ -172,7 +172,8 @@ class StudyPBT(_ArmPopulation, PopulationBasedTraining):
             perturbation_interval=schedule.perturbation_interval,
             hyperparam_mutations={k: list(v) for k, v in schedule.mutations.items()},
             quantile_fraction=schedule.quantile_fraction,
-            resample_probability=schedule.resample_probability, log_config=False,
+            resample_probability=schedule.resample_probability, synch=schedule.synch,
+            log_config=False,
         )
         self.spec, self.events = spec, events
 
@@ -183,7 +184,8 @@ class StudyPB2(_ArmPopulation, PB2):
             time_attr=STEP, metric=spec.metric, mode=spec.mode,
             perturbation_interval=schedule.perturbation_interval,
             hyperparam_bounds={k: list(v) for k, v in schedule.bounds.items()},
-            quantile_fraction=schedule.quantile_fraction, log_config=False,
+            quantile_fraction=schedule.quantile_fraction, synch=schedule.synch,
+            log_config=False,
         )
         self.spec, self.events = spec, events
 

@@ -27,6 +27,9 @@ class PbtOptions(BaseModel):
         "steps between exploit/explore decisions (default: max_steps / 5)"))
     quantile_fraction: float = Field(default=0.25, gt=0, le=0.5)
     resample_probability: float = Field(default=0.25, ge=0, le=1)
+    synch: bool = Field(default=False, description=(
+        "decide exploit/explore only once the whole population reached the same step "
+        "(Ray Tune's synchronous PBT): slower, but the outcome does not depend on timing"))
     levels: int = Field(default=16, ge=3, description=(
         "values per continuous range that pbt moves between (neighbours on the range's scale)"))
 
@@ -82,7 +85,7 @@ class PbtSearcher(QuasiRandomSearcher):
             variant=opts.variant, max_steps=max_steps,
             perturbation_interval=opts.perturbation_interval or max(1, max_steps // 5),
             quantile_fraction=opts.quantile_fraction,
-            resample_probability=opts.resample_probability,
+            resample_probability=opts.resample_probability, synch=opts.synch,
             mutations={p.name: _levels(p, opts.levels) for p in mutable},
             bounds={p.name: (p.low, p.high) for p in mutable if isinstance(p, RangeParameter)},
             seed=self.spec.seed,

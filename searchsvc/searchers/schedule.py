@@ -54,6 +54,7 @@ class PopulationSchedule:
     perturbation_interval: int
     quantile_fraction: float
     resample_probability: float
+    synch: bool = False
     mutations: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)  # pbt: ordered values
     bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # pb2: numeric ranges
     seed: int = 0
