@@ -1,25 +1,35 @@
 """Search quality, Bayesmark-style: searchsvc's searchers against the same algorithms called
-directly (Optuna, hyperopt, plain NumPy random), on functions with known optima.
+directly (Optuna, hyperopt, plain NumPy random), on functions with known optima and on the
+digits objective.
 
 Normalised regret = (best found - optimum) / (median of uniform random values - optimum),
-median over seeds; 0 is perfect, 1 is no better than a typical random point. Writes a markdown
-table (default benchmarks/results/quality.md) and prints it.
+over seeds; 0 is perfect, 1 is no better than a typical random point. For digits the "optimum"
+is 0 validation error. Each searchsvc searcher is compared with the direct call of the same
+algorithm: PASS when it is not worse, i.e. its median regret is no higher, or a one-sided
+Mann-Whitney test finds no evidence (p >= 0.05) that its regrets are higher.
 
-    .venv/bin/python benchmarks/quality.py [--seeds 10] [--trials 40] [--out FILE]
+    .venv/bin/python benchmarks/quality.py [--seeds 10] [--trials 40] [--problems branin,...]
+        [--methods tpe,gp] [--workers 2] [--out FILE.md] [--json FILE.json]
 
-Not yet covered: the digits objective (issue #3).
+The in-process driver (searchsvc.searchers.sequential) measures the algorithm alone, without
+Ray; the digits objective runs through searchsvc.sdk.run_locally.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import os
 import statistics
 import sys
 import time
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -36,102 +46,233 @@ from searchsvc.searchers import create_searcher  # noqa: E402
 from searchsvc.searchers.sequential import best_so_far, run_sequential  # noqa: E402
 from searchsvc.spec import parse_spec  # noqa: E402
 
-Bounds = dict[str, tuple[float, float]]
-PROBLEMS: dict[str, tuple[Bounds, Callable[[dict], float], float]] = {
-    "branin": ({"x1": (-5.0, 10.0), "x2": (0.0, 15.0)},
-               lambda c: branin_value(c["x1"], c["x2"]), BRANIN_OPTIMUM),
-    "hartmann6": ({f"x{i}": (0.0, 1.0) for i in range(1, 7)},
-                  lambda c: hartmann6_value([c[f"x{i}"] for i in range(1, 7)]),
-                  HARTMANN6_OPTIMUM),
+
+@dataclass(frozen=True)
+class Dim:
+    name: str
+    low: float
+    high: float
+    kind: str = "float"  # float | int
+    log: bool = False
+
+    def from_unit(self, u: float) -> float | int:
+        lo, hi = (math.log(self.low), math.log(self.high)) if self.log else (self.low, self.high)
+        x = lo + u * (hi - lo)
+        x = math.exp(x) if self.log else x
+        return round(min(max(x, self.low), self.high)) if self.kind == "int" else x
+
+
+@dataclass(frozen=True)
+class Problem:
+    dims: tuple[Dim, ...]
+    evaluate: Callable[[dict[str, Any]], float]
+    optimum: float
+    fixed: str = ""  # extra study-file parameter lines (fixed roles)
+    max_steps: int | None = None
+
+
+def rosenbrock_log(c: dict[str, Any]) -> float:
+    """4-d Rosenbrock over x_i = log10(p_i) + 2, searched as log-scaled p_i in [1e-5, 10];
+    the optimum 0 is at p_i = 0.1."""
+    x = [math.log10(c[f"p{i}"]) + 2 for i in range(1, 5)]
+    return sum(100 * (x[i + 1] - x[i] ** 2) ** 2 + (1 - x[i]) ** 2 for i in range(3))
+
+
+def digits_error(c: dict[str, Any]) -> float:
+    """Best validation error over 3 epochs of the digits MLP (objectives.torch_digits)."""
+    from objectives.torch_digits import train
+    from searchsvc.sdk import run_locally
+
+    seed = int(c.get("seed", 0))
+    reports = run_locally(train, {k: v for k, v in c.items() if k != "seed"},
+                          metric="val_error", max_steps=3, seed=seed)
+    return min(r["val_error"] for r in reports)
+
+
+PROBLEMS: dict[str, Problem] = {
+    "branin": Problem((Dim("x1", -5.0, 10.0), Dim("x2", 0.0, 15.0)),
+                      lambda c: branin_value(c["x1"], c["x2"]), BRANIN_OPTIMUM),
+    "hartmann6": Problem(tuple(Dim(f"x{i}", 0.0, 1.0) for i in range(1, 7)),
+                         lambda c: hartmann6_value([c[f"x{i}"] for i in range(1, 7)]),
+                         HARTMANN6_OPTIMUM),
+    "rosenbrock_log": Problem(tuple(Dim(f"p{i}", 1e-5, 10.0, log=True) for i in range(1, 5)),
+                              rosenbrock_log, 0.0),
+    "digits": Problem((Dim("learning_rate", 1e-4, 0.3, log=True),
+                       Dim("weight_decay", 1e-6, 1e-1, log=True),
+                       Dim("hidden_units", 8, 256, kind="int", log=True)),
+                      digits_error, 0.0),
 }
 
 
-def searchsvc_best(bounds: Bounds, f: Callable, searcher: str, options: str, trials: int,
+def searchsvc_best(problem: Problem, searcher: str, options: str, trials: int,
                    seed: int) -> float:
-    params = "".join(f"  {k}: {{role: nuisance, low: {lo}, high: {hi}}}\n"
-                     for k, (lo, hi) in bounds.items())
+    params = "".join(
+        f"  {d.name}: {{role: nuisance, type: {d.kind}, low: {d.low}, high: {d.high}"
+        f"{', scale: log' if d.log else ''}}}\n" for d in problem.dims)
     text = (f"study: q\nobjective: x:y\nmetric: value\nmode: min\nsearcher: {searcher}\n"
             f"searcher_options: {options}\nbudget: {{trials: {trials}}}\nseed: {seed}\n"
             f"parameters:\n{params}")
-    return best_so_far(run_sequential(create_searcher(parse_spec(text)), f), "min")
+    found = best_so_far(run_sequential(create_searcher(parse_spec(text)), problem.evaluate),
+                        "min")
+    assert found is not None
+    return found
 
 
-def optuna_best(bounds: Bounds, f: Callable, sampler: str, trials: int, seed: int) -> float:
+def optuna_best(problem: Problem, sampler: str, trials: int, seed: int) -> float:
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     impl = (optuna.samplers.GPSampler(seed=seed) if sampler == "gp"
             else optuna.samplers.TPESampler(seed=seed))
     study = optuna.create_study(sampler=impl)
-    study.optimize(lambda t: f({k: t.suggest_float(k, lo, hi) for k, (lo, hi) in bounds.items()}),
+
+    def suggest(t: Any, d: Dim) -> float | int:
+        if d.kind == "int":
+            return t.suggest_int(d.name, int(d.low), int(d.high), log=d.log)
+        return t.suggest_float(d.name, d.low, d.high, log=d.log)
+
+    study.optimize(lambda t: problem.evaluate({d.name: suggest(t, d) for d in problem.dims}),
                    n_trials=trials)
     return study.best_value
 
 
-def hyperopt_best(bounds: Bounds, f: Callable, trials: int, seed: int) -> float:
+def hyperopt_best(problem: Problem, trials: int, seed: int) -> float:
     import hyperopt
+    from hyperopt import hp
 
-    space = {k: hyperopt.hp.uniform(k, lo, hi) for k, (lo, hi) in bounds.items()}
+    def dimension(d: Dim) -> Any:
+        if d.kind == "int":
+            return (hp.qloguniform(d.name, math.log(d.low), math.log(d.high), 1) if d.log
+                    else hp.quniform(d.name, d.low, d.high, 1))
+        return (hp.loguniform(d.name, math.log(d.low), math.log(d.high)) if d.log
+                else hp.uniform(d.name, d.low, d.high))
+
+    space = {d.name: dimension(d) for d in problem.dims}
     history = hyperopt.Trials()
-    hyperopt.fmin(f, space, algo=hyperopt.tpe.suggest, max_evals=trials, trials=history,
-                  rstate=np.random.default_rng(seed), show_progressbar=False)
+    hyperopt.fmin(lambda c: problem.evaluate(
+        {d.name: int(c[d.name]) if d.kind == "int" else c[d.name] for d in problem.dims}),
+        space, algo=hyperopt.tpe.suggest, max_evals=trials, trials=history,
+        rstate=np.random.default_rng(seed), show_progressbar=False)
     return min(history.losses())
 
 
-def numpy_random_best(bounds: Bounds, f: Callable, trials: int, seed: int) -> float:
+def numpy_random_best(problem: Problem, trials: int, seed: int) -> float:
     rng = np.random.default_rng(seed)
-    return min(f({k: rng.uniform(lo, hi) for k, (lo, hi) in bounds.items()})
+    return min(problem.evaluate({d.name: d.from_unit(rng.uniform()) for d in problem.dims})
                for _ in range(trials))
 
 
-def typical_random_value(bounds: Bounds, f: Callable) -> float:
+def typical_random_value(problem: Problem, samples: int) -> float:
     rng = np.random.default_rng(12345)
-    return statistics.median(f({k: rng.uniform(lo, hi) for k, (lo, hi) in bounds.items()})
-                             for _ in range(2000))
+    return statistics.median(
+        problem.evaluate({d.name: d.from_unit(rng.uniform()) for d in problem.dims})
+        for _ in range(samples))
 
 
-METHODS: dict[str, Callable[[Bounds, Callable, int, int], float]] = {
-    "searchsvc random": lambda b, f, n, s: searchsvc_best(b, f, "random", "{}", n, s),
-    "NumPy random": numpy_random_best,
-    "searchsvc quasi_random": lambda b, f, n, s: searchsvc_best(b, f, "quasi_random", "{}", n, s),
-    "searchsvc bayesian tpe": lambda b, f, n, s: searchsvc_best(b, f, "bayesian",
-                                                                "{sampler: tpe}", n, s),
-    "Optuna TPE": lambda b, f, n, s: optuna_best(b, f, "tpe", n, s),
-    "searchsvc bayesian gp": lambda b, f, n, s: searchsvc_best(b, f, "bayesian",
-                                                               "{sampler: gp}", n, s),
-    "Optuna GP": lambda b, f, n, s: optuna_best(b, f, "gp", n, s),
-    "searchsvc bayesian hyperopt": lambda b, f, n, s: searchsvc_best(
-        b, f, "bayesian", "{sampler: hyperopt}", n, s),
-    "hyperopt TPE (fmin)": hyperopt_best,
+def _searchsvc(searcher: str, options: str = "{}") -> Callable[[Problem, int, int], float]:
+    return lambda p, n, s: searchsvc_best(p, searcher, options, n, s)
+
+
+# method -> (run, the direct call it is compared with)
+METHODS: dict[str, tuple[Callable[[Problem, int, int], float], str | None]] = {
+    "NumPy random": (numpy_random_best, None),
+    "searchsvc random": (_searchsvc("random"), "NumPy random"),
+    "searchsvc quasi_random": (_searchsvc("quasi_random"), "NumPy random"),
+    "Optuna TPE": (lambda p, n, s: optuna_best(p, "tpe", n, s), None),
+    "searchsvc bayesian tpe": (_searchsvc("bayesian", "{sampler: tpe}"), "Optuna TPE"),
+    "Optuna GP": (lambda p, n, s: optuna_best(p, "gp", n, s), None),
+    "searchsvc bayesian gp": (_searchsvc("bayesian", "{sampler: gp}"), "Optuna GP"),
+    "searchsvc bayesian (default)": (_searchsvc("bayesian"), "Optuna TPE"),
+    "hyperopt TPE (fmin)": (hyperopt_best, None),
+    "searchsvc bayesian hyperopt": (_searchsvc("bayesian", "{sampler: hyperopt}"),
+                                    "hyperopt TPE (fmin)"),
 }
+
+
+def _run_one(task: tuple[str, str, int, int]) -> tuple[str, str, int, float, float]:
+    method, problem, trials, seed = task
+    warnings.simplefilter("ignore")
+    started = time.perf_counter()
+    best = METHODS[method][0](PROBLEMS[problem], trials, seed)
+    return method, problem, seed, best, time.perf_counter() - started
+
+
+def _init_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def not_worse(ours: list[float], theirs: list[float]) -> tuple[bool, float]:
+    """(PASS, one-sided Mann-Whitney p-value that ours are higher than theirs)."""
+    from scipy.stats import mannwhitneyu
+
+    p = float(mannwhitneyu(ours, theirs, alternative="greater").pvalue)
+    return statistics.median(ours) <= statistics.median(theirs) or p >= 0.05, p
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
     parser.add_argument("--trials", type=int, default=40)
+    parser.add_argument("--problems", default=",".join(PROBLEMS))
+    parser.add_argument("--methods", default="",
+                        help="comma-separated substrings; a method runs if it contains one")
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "quality.md")
+    parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    warnings.simplefilter("ignore")
-    rows = []
-    for method, run in METHODS.items():
-        cells = []
-        for problem, (bounds, f, optimum) in PROBLEMS.items():
-            scale = typical_random_value(bounds, f) - optimum
-            started = time.perf_counter()
-            regrets = [(run(bounds, f, args.trials, seed) - optimum) / scale
-                       for seed in range(args.seeds)]
-            cells.append(f"{statistics.median(regrets):.4f}")
-            print(f"{method:30s} {problem:10s} median regret {cells[-1]} "
-                  f"({time.perf_counter() - started:.1f}s)", flush=True)
-        rows.append(f"| {method} | " + " | ".join(cells) + " |")
-    header = ("| method | " + " | ".join(PROBLEMS) + " |\n|---|" + "---|" * len(PROBLEMS))
-    table = (f"Normalised regret, median of {args.seeds} seeds, {args.trials} trials "
-             f"(0 = optimum, 1 = a typical random point)\n\n{header}\n" + "\n".join(rows) + "\n")
+    problems = [p for p in args.problems.split(",") if p]
+    wanted = [w for w in args.methods.split(",") if w]
+    methods = [m for m in METHODS if not wanted or any(w in m for w in wanted)]
+    methods += [METHODS[m][1] for m in methods if METHODS[m][1] and METHODS[m][1] not in methods]
+    methods = [m for m in METHODS if m in methods]
+
+    scale = {p: typical_random_value(PROBLEMS[p], 200 if p == "digits" else 2000)
+             - PROBLEMS[p].optimum for p in problems}
+    tasks = [(m, p, args.trials, s) for p in problems for m in methods for s in range(args.seeds)]
+    regrets: dict[tuple[str, str], list[float]] = {}
+    seconds: dict[tuple[str, str], float] = {}
+    started = time.perf_counter()
+    with ProcessPoolExecutor(args.workers, initializer=_init_worker) as pool:
+        for i, (m, p, _, best, took) in enumerate(pool.map(_run_one, tasks), 1):
+            regrets.setdefault((m, p), []).append((best - PROBLEMS[p].optimum) / scale[p])
+            seconds[(m, p)] = seconds.get((m, p), 0.0) + took
+            if len(regrets[(m, p)]) == args.seeds:
+                print(f"[{i}/{len(tasks)} {time.perf_counter() - started:.0f}s] {m:30s} {p:15s}"
+                      f" median regret {statistics.median(regrets[(m, p)]):.4f}", flush=True)
+
+    rows, verdicts = [], []
+    for m in methods:
+        cells = [f"{statistics.median(regrets[(m, p)]):.4f}" for p in problems]
+        rows.append(f"| {m} | " + " | ".join(cells) + " |")
+        direct = METHODS[m][1]
+        for p in problems:
+            if direct:
+                ok, pvalue = not_worse(regrets[(m, p)], regrets[(direct, p)])
+                verdicts.append({"method": m, "direct": direct, "problem": p, "pass": ok,
+                                 "p_value": pvalue})
+    header = "| method | " + " | ".join(problems) + " |\n|---|" + "---|" * len(problems)
+    lines = [f"| {v['method']} vs {v['direct']} | {v['problem']} | "
+             f"{'PASS' if v['pass'] else 'FAIL'} | {v['p_value']:.3f} |" for v in verdicts]
+    table = (
+        f"Normalised regret, median of {args.seeds} seeds, {args.trials} trials "
+        f"(0 = optimum, 1 = a typical random point)\n\n{header}\n" + "\n".join(rows) + "\n\n"
+        "Not worse than the direct call (median no higher, or one-sided Mann-Whitney p >= 0.05)"
+        "\n\n| comparison | problem | verdict | p (ours worse) |\n|---|---|---|---|\n"
+        + "\n".join(lines) + "\n\n"
+        f"Command: `.venv/bin/python benchmarks/quality.py --seeds {args.seeds} "
+        f"--trials {args.trials} --problems {','.join(problems)}`\n")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(table)
     print("\n" + table)
-    assert all(math.isfinite(float(c)) for r in rows for c in r.split("|")[2:-1] if c.strip())
+    if args.json:
+        args.json.write_text(json.dumps({
+            "seeds": args.seeds, "trials": args.trials,
+            "median_regret": {f"{m}|{p}": statistics.median(v) for (m, p), v in regrets.items()},
+            "regrets": {f"{m}|{p}": v for (m, p), v in regrets.items()},
+            "seconds": {f"{m}|{p}": s for (m, p), s in seconds.items()},
+            "verdicts": verdicts}, indent=1))
 
 
 if __name__ == "__main__":

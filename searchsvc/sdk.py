@@ -6,8 +6,10 @@ from searchsvc.runner.sdk import (
     max_steps,
     report,
     restore,
+    run_locally,
     seed_everything,
     trial_context,
 )
 
-__all__ = ["device", "max_steps", "report", "restore", "seed_everything", "trial_context"]
+__all__ = ["device", "max_steps", "report", "restore", "run_locally", "seed_everything",
+           "trial_context"]

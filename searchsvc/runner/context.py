@@ -3,7 +3,9 @@ around the objective. Plain Python: usable and testable without Ray."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 META_KEY = "__searchsvc__"  # reserved config key the runner uses to tell the wrapper its trial
@@ -18,6 +20,8 @@ class TrialContext:
     metric: str | None = None
     mode: str | None = None
     keep_checkpoints: bool = False
+    # Set by run_locally: receives each report instead of Ray Tune.
+    reporter: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False)
 
 
 _current: TrialContext | None = None
@@ -37,3 +41,16 @@ def split_config(config: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     """(the user's config, searchsvc's trial metadata)."""
     user = {k: v for k, v in config.items() if k != META_KEY}
     return user, dict(config.get(META_KEY) or {})
+
+
+def returned_metrics(returned: Any, metric: str) -> dict[str, Any]:
+    """An objective may return its final result instead of reporting: a number (the study's
+    metric) or a mapping of metrics."""
+    if isinstance(returned, Mapping):
+        return dict(returned)
+    if isinstance(returned, numbers.Real) and not isinstance(returned, bool):
+        return {metric: float(returned)}
+    raise TypeError(
+        f"the objective returned {type(returned).__name__}; return None (after reporting with "
+        f"ray.tune.report), a number (the metric {metric!r}) or a dict of metrics"
+    )

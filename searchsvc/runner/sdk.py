@@ -53,9 +53,13 @@ def report(metrics: Mapping[str, Any], *, state: Callable[[], Mapping[str, Any]]
            ) -> None:
     """Report one step's metrics; when the study keeps checkpoints, also save ``state()``
     (a dict of tensors/state_dicts) as this step's checkpoint."""
+    context = current()
+    if context.reporter is not None:
+        context.reporter(dict(metrics))
+        return
     from ray import tune
 
-    if state is None or not current().keep_checkpoints:
+    if state is None or not context.keep_checkpoints:
         tune.report(dict(metrics))
         return
     import torch
@@ -67,6 +71,8 @@ def report(metrics: Mapping[str, Any], *, state: Callable[[], Mapping[str, Any]]
 
 def restore() -> dict[str, Any] | None:
     """The state saved by :func:`report` in the checkpoint this trial resumes from, or None."""
+    if current().reporter is not None:
+        return None
     from ray import tune
 
     checkpoint = tune.get_checkpoint()
@@ -77,3 +83,24 @@ def restore() -> dict[str, Any] | None:
     with checkpoint.as_directory() as folder:
         path = Path(folder) / STATE_FILE
         return torch.load(path, weights_only=False) if path.exists() else None
+
+
+def run_locally(objective: Callable[[dict[str, Any]], Any], config: Mapping[str, Any], *,
+                metric: str = "value", max_steps: int | None = None, seed: int = 0,
+                number: int = 0) -> list[dict[str, Any]]:
+    """Run ``objective(config)`` in this process without Ray, as one trial would run, and return
+    what it reported (a returned value counts as its last report). For debugging an objective
+    and for benchmarks that measure a search algorithm alone; no checkpoints are kept."""
+    from searchsvc.runner.context import returned_metrics, set_current
+
+    reports: list[dict[str, Any]] = []
+    set_current(TrialContext(number=number, seed=seed, max_steps=max_steps, metric=metric,
+                             reporter=reports.append))
+    try:
+        seed_everything()
+        returned = objective(dict(config))
+        if returned is not None:
+            reports.append(returned_metrics(returned, metric))
+    finally:
+        set_current(None)
+    return reports

@@ -3,15 +3,12 @@ objective on the worker, calls it, and reports a returned value as the final res
 
 from __future__ import annotations
 
-import math
-import numbers
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ray import tune
 
-from searchsvc.runner.context import TrialContext, set_current, split_config
+from searchsvc.runner.context import TrialContext, returned_metrics, set_current, split_config
 from searchsvc.runner.objective import resolve_objective
 from searchsvc.runner.sdk import seed_everything
 
@@ -45,19 +42,3 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
     finally:
         set_current(None)
 
-
-def returned_metrics(returned: Any, metric: str) -> dict[str, Any]:
-    """An objective may return its final result instead of reporting: a number (the study's
-    metric) or a mapping of metrics."""
-    if isinstance(returned, Mapping):
-        return dict(returned)
-    if isinstance(returned, numbers.Real) and not isinstance(returned, bool):
-        return {metric: float(returned)}
-    raise TypeError(
-        f"the objective returned {type(returned).__name__}; return None (after reporting with "
-        f"ray.tune.report), a number (the metric {metric!r}) or a dict of metrics"
-    )
-
-
-def is_finite_number(value: Any) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)

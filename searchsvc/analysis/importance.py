@@ -1,0 +1,54 @@
+"""Parameter importance: Optuna's fANOVA (a random-forest functional ANOVA) over the finished
+trials, each searched parameter's share of the metric's variance."""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+from collections.abc import Sequence
+
+from searchsvc.analysis.trials import ranked
+from searchsvc.spec import StudySpec
+from searchsvc.store import TrialRecord
+
+MIN_TRIALS = 8  # fewer finished trials give an importance that is mostly noise
+MAX_TRIALS = 5000  # the forest is fitted on the best this many (enough, and fast)
+
+
+def parameter_importance(spec: StudySpec, trials: Sequence[TrialRecord],
+                         seed: int = 0) -> dict[str, float]:
+    """{parameter: share of variance} over searched parameters present in every usable trial
+    (conditional parameters are left out), summing to 1; empty with too few trials."""
+    import optuna
+    from optuna.importance import FanovaImportanceEvaluator, get_param_importances
+
+    from searchsvc.searchers.models import optuna_distribution
+
+    usable = ranked(trials, spec.mode)[:MAX_TRIALS]
+    names = [n for n in spec.parameter_order if spec.parameters[n].searched
+             and all(n in t.config for t in usable)]
+    if len(usable) < MIN_TRIALS or not names:
+        return {}
+    dists = {n: optuna_distribution(spec.parameters[n]) for n in names}
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    study = optuna.create_study(direction="minimize" if spec.mode == "min" else "maximize")
+    for t in usable:
+        try:
+            study.add_trial(optuna.trial.create_trial(
+                params={n: t.config[n] for n in names}, distributions=dists,
+                value=float(t.best_value)))  # type: ignore[arg-type]
+        except ValueError:  # a value outside today's space (the study file was edited)
+            continue
+    if len(study.trials) < MIN_TRIALS:
+        return {}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            shares = get_param_importances(
+                study, evaluator=FanovaImportanceEvaluator(seed=seed), normalize=True)
+    except (RuntimeError, ValueError) as exc:  # e.g. every value identical
+        logging.getLogger(__name__).info("importance not computed: %s", exc)
+        return {}
+    return {k: float(v) for k, v in shares.items() if math.isfinite(v)}
+
