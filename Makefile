@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # so GPU users keep their CUDA build. Override with e.g. `make TORCH=torch test`.
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test lint install clean
+.PHONY: demo test lint install browser clean
 
 install: $(STAMP)
 
@@ -21,7 +21,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/searchsvc run spaces/quickstart.yaml --overwrite
 
-test: $(STAMP)
+# The browser tests use Debian's chromium (Playwright drives it; it never downloads its own).
+browser:
+	@command -v chromium >/dev/null || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
+
+test: $(STAMP) browser
 	$(BIN)/ruff check searchsvc objectives tests examples
 	$(BIN)/python -m pytest -q
 

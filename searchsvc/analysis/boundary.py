@@ -89,13 +89,10 @@ def _judge(param: RangeParameter, positions: list[float], diverged: list[float],
         sign = 1 if side == "high" else -1
         # Mirror the low side onto the high side so one rule serves both.
         b, m = (best, middle) if side == "high" else (1 - best, 1 - middle)
-        beyond = [d if side == "high" else 1 - d for d in diverged]
-        above_best = [u if side == "high" else 1 - u for u in finite]
-        unstable = [d for d in beyond if d > b]
-        stable_past = [u for u in above_best if u > b]
-        onset = min(unstable) if unstable else None
-        if len(unstable) >= 2 and len(unstable) >= len(stable_past) and onset is not None \
-                and onset - b <= 2 * EDGE_ZONE:
+        beyond = sorted(d if side == "high" else 1 - d for d in diverged)
+        stable = [u if side == "high" else 1 - u for u in finite]
+        onset = _divergence_onset(beyond, stable)
+        if onset is not None and 0 <= onset - b <= 2 * EDGE_ZONE:
             # The best trials sit just below where training diverges.
             edge = onset if side == "high" else 1 - onset
             low, high = ((param.low, param.from_unit(edge)) if side == "high"
@@ -104,7 +101,7 @@ def _judge(param: RangeParameter, positions: list[float], diverged: list[float],
                 param.name, param.scale, param.low, param.high, STATUS_DIVERGENCE_EDGE,
                 _round(param, low), _round(param, high), tuple(positions),
                 f"the best trials{where} sit just below where training diverges "
-                f"({len(unstable)} trials with {param.name} "
+                f"({sum(d >= onset for d in beyond)} trials with {param.name} "
                 f"{'above' if side == 'high' else 'below'} {_fmt(param.from_unit(edge))} "
                 "went NaN/inf): this edge is a stability limit, do not expand it", arm)
         if b >= 1 - EDGE_ZONE and m >= 0.5:
@@ -117,6 +114,22 @@ def _judge(param: RangeParameter, positions: list[float], diverged: list[float],
                 f"of {param.name}: the optimum may lie beyond it; search "
                 f"[{_fmt(low)}, {_fmt(high)}] next", arm)
     return _ok(param, positions)
+
+
+def _divergence_onset(diverged: list[float], stable: list[float]) -> float | None:
+    """The lowest position from which on trials mostly diverge (at least 2 and 3 in 4 of the
+    trials there) while below it few do (at most 1 in 5): a divergence this parameter explains.
+    Positions are mirrored so that "beyond" is always upwards. None when there is no such
+    position."""
+    for onset in diverged:
+        above_bad = sum(d >= onset for d in diverged)
+        above_ok = sum(u >= onset for u in stable)
+        below_bad = len(diverged) - above_bad
+        below_ok = len(stable) - above_ok
+        if (above_bad >= 2 and above_bad >= 3 * above_ok
+                and below_bad <= 0.2 * (below_bad + below_ok)):
+            return onset
+    return None
 
 
 def _ok(param: RangeParameter, positions: list[float]) -> BoundaryCheck:

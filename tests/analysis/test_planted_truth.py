@@ -165,10 +165,13 @@ def test_a_boundary_formed_by_divergence_is_reported_as_such_not_as_expand(store
         budget: {trials: 30, max_steps: 12}
         parameters:
           learning_rate: {role: nuisance, low: 1.0e-4, high: 1.0, scale: log}
+          weight_decay: {role: nuisance, low: 1.0e-6, high: 1.0e-2, scale: log}
     """.rstrip() + COMMON, divergence_curve)
     assert any(t.state == "infeasible" for t in trials)
     result = analyze(study, spec, trials)
-    [lr] = result.boundaries
+    lr, wd = result.boundaries
+    # Diverged trials are spread over weight_decay: it is not what makes training diverge.
+    assert wd.parameter == "weight_decay" and wd.status == "ok", wd
     assert lr.status == "divergence_edge", lr
     assert lr.suggested_high <= 10 ** -1.2  # trimmed to the stable side, never expanded
     assert lr.suggested_high < lr.high

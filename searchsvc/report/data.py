@@ -1,0 +1,65 @@
+"""report.json: the analysis as plain data, for other tools (documented keys, stable names)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from searchsvc.analysis import StudyAnalysis
+from searchsvc.store import StudyRecord
+
+JSON_COUNT_STATES = ("completed", "pruned", "failed", "infeasible")
+
+
+def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
+    summary = analysis.summary
+    counts = {s: summary.counts.get(s, 0) for s in JSON_COUNT_STATES}
+    counts.update({s: n for s, n in summary.counts.items() if n and s not in counts})
+    return {
+        "study": study.name,
+        "metric": study.metric,
+        "mode": study.mode,
+        "searcher": study.searcher,
+        "state": study.state,
+        "total_trials": study.total_trials,
+        "counts": counts,
+        "best_trials": [
+            {"trial_id": t.number, "value": t.value, "best_step": t.best_step,
+             "last_step": t.last_step, "arm": dict(t.arm), "config": dict(t.config),
+             "checkpoints": list(t.checkpoints)}
+            for t in summary.best_trials
+        ],
+        "boundary_checks": [
+            {"parameter": c.parameter, "status": c.status, "scale": c.scale, "low": c.low,
+             "high": c.high, "suggested_low": c.suggested_low,
+             "suggested_high": c.suggested_high, "arm": c.arm, "detail": c.detail,
+             "top_positions": list(c.top_positions)}
+            for c in analysis.boundaries
+        ],
+        "isolation": [
+            {"parameter": i.parameter, "verdict": i.verdict, "best_value": i.best_value,
+             "gap": i.gap, "noise": i.noise, "detail": i.detail,
+             "points": [{"value": p.value, "best": p.best, "trial_id": p.trial_id,
+                         "trials": p.trials, "top_values": list(p.top_values)}
+                        for p in i.points]}
+            for i in analysis.isolation
+        ],
+        "curve_diagnostics": [
+            {"trial_id": c.trial_id, "arm": c.arm, "issues": list(c.issues),
+             "best_step": c.best_step, "last_step": c.last_step,
+             "best_step_position": c.best_step_position, "details": list(c.details)}
+            for c in analysis.curves
+        ],
+        "importance": dict(analysis.importance),
+        "rungs": [asdict(r) for r in analysis.rungs],
+        "lineage": [
+            {"trial_id": e.trial_id, "step": e.step, "parent": e.parent,
+             "parent_step": e.parent_step,
+             "changes": {k: {"old": a, "new": b} for k, (a, b) in e.changes.items()}}
+            for e in analysis.lineage
+        ],
+        "findings": list(analysis.findings),
+        "next_study": analysis.next_study.text,
+        "next_study_changes": list(analysis.next_study.changes),
+        "provenance": dict(study.provenance),
+    }

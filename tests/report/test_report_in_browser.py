@@ -1,0 +1,88 @@
+"""report.html in a real headless Chromium (Debian's, driven by Playwright): it loads with no
+console errors, every section and every plot renders, and a screenshot is kept for people to
+look at (tests/report/screenshots/ when SEARCHSVC_SCREENSHOTS is set, else the temp dir)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from searchsvc.report import write_report
+from searchsvc.store import EVENT_EXPLOIT, EVENT_STOPPED_EARLY, Store
+from tests.analysis.planted import planted_study
+from tests.analysis.test_planted_truth import divergence_curve
+
+pytestmark = pytest.mark.slow
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+SPEC = """
+    study: browser
+    description: Does a wider model help, with the learning rate tuned for each width?
+    objective: objectives.synthetic:playbook
+    metric: val_loss
+    mode: min
+    searcher: quasi_random
+    seed: 1
+    budget: {trials: 36, max_steps: 12}
+    parameters:
+      width: {role: scientific, values: [64, 256]}
+      learning_rate: {role: nuisance, low: 1.0e-4, high: 1.0, scale: log}
+      weight_decay: {role: nuisance, low: 1.0e-6, high: 1.0e-2, scale: log}
+"""
+
+
+def launch(playwright):
+    assert CHROMIUM, "Debian's chromium is not installed (make test installs it)"
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
+
+
+def test_report_html_renders_every_plot_without_console_errors(tmp_path: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    study, _, _ = planted_study(store, SPEC, divergence_curve)
+    store.record_event(study.id, 4, EVENT_STOPPED_EARLY, step=4, data={"rung": 4})
+    store.record_event(study.id, 2, EVENT_EXPLOIT, step=6, data={
+        "parent": 7, "parent_step": 6, "old_config": {"learning_rate": 0.01},
+        "new_config": {"learning_rate": 0.012}})
+    files = write_report(store, "browser", tmp_path / "report")
+    html = files.files["html"]
+    # Self-contained: no script or stylesheet is loaded from anywhere.
+    assert not re.search(r"<(script|link)[^>]*(src|href)=", html.read_text())
+
+    shots = Path(os.environ.get("SEARCHSVC_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = launch(p)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.route("http*://**", lambda route: route.abort())  # offline: any fetch fails
+        page.goto(html.as_uri())
+        page.wait_for_load_state("networkidle")
+        for section in ("findings", "best", "boundaries", "isolation", "axes", "curves",
+                        "importance", "scheduler", "next"):
+            assert page.locator(f"section#{section}").count() == 1, section
+        figures = page.locator("div.plotly-graph-div")
+        expected = {"fig-axis-learning_rate", "fig-axis-weight_decay", "fig-isolation-width",
+                    "fig-curves", "fig-importance", "fig-parallel", "fig-rungs",
+                    "fig-lineage"}
+        ids = {figures.nth(i).get_attribute("id") for i in range(figures.count())}
+        assert expected <= ids, expected - ids
+        for fig_id in ids:  # each plot drew its SVG with data in it
+            plot = page.locator(f"#{fig_id}")
+            assert plot.locator(".main-svg").count() >= 1, fig_id
+        assert page.locator("#fig-axis-learning_rate .scatterlayer .point").count() > 20
+        assert "divergence_edge" in page.locator("section#boundaries").inner_text()
+        page.screenshot(path=str(shots / "report_top.png"))
+        page.locator("section#axes").screenshot(path=str(shots / "report_axes.png"))
+        page.screenshot(path=str(shots / "report_full.png"), full_page=True)
+        browser.close()
+    assert errors == []
+    assert (shots / "report_full.png").stat().st_size > 50_000
