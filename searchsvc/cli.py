@@ -173,13 +173,18 @@ def report(
     fmt: Annotated[str, typer.Option("--format", help="Comma-separated: html,md,json.")] =
     "html,md,json",
     out_dir: Annotated[Path | None, typer.Option("--out", help="Output folder.")] = None,
+    top_fraction: Annotated[float, typer.Option(
+        "--top-fraction", help="Share of each arm's best trials the boundary checks examine "
+        "(at least 3 trials).")] = 0.2,
     storage: StorageOpt = None,
 ) -> None:
-    """Write a study's report (trials.csv always; html, md, json as asked)."""
+    """Write a study's report: analysis (boundaries, isolation, curves, importance, next
+    study) as html, md and json, plus trials.csv and next_study.yaml."""
     from searchsvc.report import write_report
 
     files = write_report(_store(storage), study, out_dir,
-                         [f.strip() for f in fmt.split(",") if f.strip()])
+                         [f.strip() for f in fmt.split(",") if f.strip()],
+                         top_fraction=top_fraction)
     for kind, path in files.files.items():
         out.print(f"{kind}: {path.resolve()}")
 
