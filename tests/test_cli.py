@@ -53,7 +53,10 @@ def test_report_writes_every_format(searchsvc_home: Path, tmp_path: Path, capsys
     assert data["best_trials"][0]["best_step"] == 2
     assert "RuntimeError: boom" in (out / "report.md").read_text()
     # one axis plot per searched parameter: num_layers, learning_rate, weight_decay
-    assert (out / "report.html").read_text().count("data:image/png;base64,") == 3
+    assert (out / "report.html").read_text().count('id="fig-axis-') == 3
+    assert sorted(p.name for p in (out / "plots").glob("axis_*.png")) == [
+        "axis_learning_rate.png", "axis_num_layers.png", "axis_weight_decay.png"]
+    assert (out / "next_study.yaml").read_text().count("study: quickstart-next") == 1
     assert (out / "trials.csv").read_text().splitlines()[0].startswith("number,state,best_value")
 
 

@@ -3,6 +3,8 @@ objective on the worker, calls it, and reports a returned value as the final res
 
 from __future__ import annotations
 
+import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,3 +44,7 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
     finally:
         set_current(None)
 
+
+
+def is_finite_number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
