@@ -15,6 +15,7 @@ import json
 import math
 import random
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -85,6 +86,28 @@ def ingest(store: Store, trials: int, steps: int, *, per_step: bool) -> tuple[fl
     return time.perf_counter() - started, results
 
 
+def browser_render_seconds(html: Path, shots: Path) -> float | None:
+    """Seconds for Debian's chromium to load the page and draw every plot (None without it)."""
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        return None
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium,
+                                    args=["--headless", "--no-sandbox", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        started = time.perf_counter()
+        page.goto(html.as_uri())
+        page.wait_for_function(
+            "[...document.querySelectorAll('.plotly-graph-div')]"
+            ".every(d => d.querySelector('.main-svg'))", timeout=120_000)
+        took = time.perf_counter() - started
+        page.screenshot(path=str(shots / "report" / "scale_full.png"), full_page=True)
+        browser.close()
+    return took
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=10_000)
@@ -92,6 +115,7 @@ def main() -> None:
     parser.add_argument("--sample-trials", type=int, default=200,
                         help="trials ingested one step per write to measure the rate")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--keep", type=Path, default=None, help="copy the report here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         sample = Store(f"sqlite:///{tmp}/sample.sqlite")
@@ -108,6 +132,9 @@ def main() -> None:
         report_s = time.perf_counter() - started
         html_mb = files.files["html"].stat().st_size / 1e6
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        render_s = browser_render_seconds(files.files["html"], Path(tmp))
+        if args.keep:
+            shutil.copytree(Path(tmp) / "report", args.keep, dirs_exist_ok=True)
     print(f"report: {report_s:.1f}s, report.html {html_mb:.1f} MB, peak RSS {peak_mb:.0f} MB")
     rows = [
         ("store ingestion, one result per write (SQLite)", f"{rate:.0f} results/s",
@@ -115,6 +142,8 @@ def main() -> None:
         (f"report of {args.trials} trials x {args.steps} steps", f"{report_s:.1f} s", "< 20 s",
          report_s < 20),
         ("report.html size", f"{html_mb:.1f} MB", "", None),
+        ("report.html: load and draw every plot in headless Chromium",
+         "n/a (no chromium)" if render_s is None else f"{render_s:.1f} s", "", None),
         ("peak memory (RSS)", f"{peak_mb:.0f} MB", "", None),
     ]
     print("\n| measure | value | target | verdict |\n|---|---|---|---|")
@@ -124,7 +153,8 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps({
             "trials": args.trials, "steps": args.steps, "ingestion_per_s": rate,
-            "report_s": report_s, "html_mb": html_mb, "peak_rss_mb": peak_mb}, indent=1))
+            "report_s": report_s, "html_mb": html_mb, "peak_rss_mb": peak_mb,
+            "browser_render_s": render_s}, indent=1))
 
 
 if __name__ == "__main__":

@@ -8,8 +8,8 @@ expanded there, and the suggestion trims it to the last stable value instead.
 
 from __future__ import annotations
 
+import bisect
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,6 +23,7 @@ STATUS_NEAR_HIGH = "near_high"
 STATUS_DIVERGENCE_EDGE = "divergence_edge"
 
 EDGE_ZONE = 0.15  # the outer share of a range (own scale) that counts as "at the edge"
+UPPER_QUARTER = 0.75  # where the top trials must gather for an edge to count as crowded
 EXPAND_SHARE = 0.5  # an expanded edge moves out by this share of the range's width...
 MAX_LOG_EXPANSION = math.log(100.0)  # ...but a log range by at most two decades
 
@@ -83,16 +84,16 @@ def _check(spec: StudySpec, param: RangeParameter, trials: Sequence[TrialRecord]
 
 def _judge(param: RangeParameter, positions: list[float], diverged: list[float],
            finite: list[float], arm: str) -> BoundaryCheck:
-    best, middle = positions[0], statistics.median(positions)
+    best = positions[0]
     where = f" in arm {arm}" if arm else ""
     for side in ("high", "low"):
         sign = 1 if side == "high" else -1
         # Mirror the low side onto the high side so one rule serves both.
-        b, m = (best, middle) if side == "high" else (1 - best, 1 - middle)
+        b = best if side == "high" else 1 - best
         beyond = sorted(d if side == "high" else 1 - d for d in diverged)
         stable = [u if side == "high" else 1 - u for u in finite]
         onset = _divergence_onset(beyond, stable)
-        if onset is not None and 0 <= onset - b <= 2 * EDGE_ZONE:
+        if onset is not None and 0 <= onset - b <= EDGE_ZONE:
             # The best trials sit just below where training diverges.
             edge = onset if side == "high" else 1 - onset
             low, high = ((param.low, param.from_unit(edge)) if side == "high"
@@ -104,7 +105,9 @@ def _judge(param: RangeParameter, positions: list[float], diverged: list[float],
                 f"({sum(d >= onset for d in beyond)} trials with {param.name} "
                 f"{'above' if side == 'high' else 'below'} {_fmt(param.from_unit(edge))} "
                 "went NaN/inf): this edge is a stability limit, do not expand it", arm)
-        if b >= 1 - EDGE_ZONE and m >= 0.5:
+        if b >= 1 - EDGE_ZONE and _crowded(positions if side == "high" else
+                                           [1 - u for u in positions],
+                                           stable):
             low, high = _expanded(param, positions, sign)
             return BoundaryCheck(
                 param.name, param.scale, param.low, param.high,
@@ -116,16 +119,25 @@ def _judge(param: RangeParameter, positions: list[float], diverged: list[float],
     return _ok(param, positions)
 
 
+def _crowded(top: list[float], everyone: list[float]) -> bool:
+    """Whether the top trials favour the upper quarter of the range: at least half of them
+    there, and at least twice the share of all trials there (so that a parameter that does not
+    matter, whose top trials fall where any trial does, raises no alarm)."""
+    top_share = sum(u >= UPPER_QUARTER for u in top) / len(top)
+    all_share = sum(u >= UPPER_QUARTER for u in everyone) / max(1, len(everyone))
+    return top_share >= max(0.5, 2 * all_share)
+
+
 def _divergence_onset(diverged: list[float], stable: list[float]) -> float | None:
     """The lowest position from which on trials mostly diverge (at least 2 and 3 in 4 of the
     trials there) while below it few do (at most 1 in 5): a divergence this parameter explains.
-    Positions are mirrored so that "beyond" is always upwards. None when there is no such
-    position."""
-    for onset in diverged:
-        above_bad = sum(d >= onset for d in diverged)
-        above_ok = sum(u >= onset for u in stable)
-        below_bad = len(diverged) - above_bad
-        below_ok = len(stable) - above_ok
+    Positions are mirrored so that "beyond" is always upwards; ``diverged`` is sorted. None
+    when there is no such position."""
+    stable = sorted(stable)
+    for i, onset in enumerate(diverged):
+        above_bad, below_bad = len(diverged) - i, i
+        below_ok = bisect.bisect_left(stable, onset)
+        above_ok = len(stable) - below_ok
         if (above_bad >= 2 and above_bad >= 3 * above_ok
                 and below_bad <= 0.2 * (below_bad + below_ok)):
             return onset

@@ -35,13 +35,23 @@ class CurveDiagnosis:
     details: tuple[str, ...]
 
 
-def diagnose_best(trials: Sequence[TrialRecord], metric: str, mode: str,
-                  per_arm: int = 2) -> list[CurveDiagnosis]:
-    """Diagnose the ``per_arm`` best trials of every scientific arm."""
+PER_ARM = 2  # best trials diagnosed per scientific arm
+
+
+def curve_candidates(trials: Sequence[TrialRecord], mode: str,
+                     per_arm: int = PER_ARM) -> list[TrialRecord]:
+    """The ``per_arm`` best trials of every scientific arm, arm by arm: those whose curves are
+    diagnosed (and the only ones whose measurements a report needs)."""
     arms: dict[str, list[TrialRecord]] = {}
     for t in ranked(trials, mode):
         arms.setdefault(arm_label(t), []).append(t)
-    return [diagnose(t, metric, mode) for label in sorted(arms) for t in arms[label][:per_arm]]
+    return [t for label in sorted(arms) for t in arms[label][:per_arm]]
+
+
+def diagnose_best(trials: Sequence[TrialRecord], metric: str, mode: str,
+                  per_arm: int = PER_ARM) -> list[CurveDiagnosis]:
+    """Diagnose the ``per_arm`` best trials of every scientific arm."""
+    return [diagnose(t, metric, mode) for t in curve_candidates(trials, mode, per_arm)]
 
 
 def diagnose(trial: TrialRecord, metric: str, mode: str) -> CurveDiagnosis:

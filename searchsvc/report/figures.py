@@ -1,6 +1,7 @@
 """Interactive Plotly figures of a study's analysis, for the HTML report. Large studies are
-downsampled so the page stays usable: WebGL scatter past a few thousand points, at most
-MAX_LINES lines in the parallel-coordinates view, curves only for the best trials."""
+downsampled so the page stays usable: at most MAX_POINTS trials per axis plot (WebGL past a few
+thousand), at most MAX_LINES lines in the parallel-coordinates view, curves only for the best
+trials."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from searchsvc.spec import ChoiceParameter, RangeParameter, StudySpec
 from searchsvc.store import TRIAL_INFEASIBLE, TrialRecord
 
 WEBGL_FROM = 3000  # points per scatter above which WebGL draws them
+MAX_POINTS = 4000  # trials per axis plot; the best quarter always among them
 MAX_LINES = 2000  # parallel-coordinates lines (the best 500 always among them)
 STATUS_COLOURS = {"ok": "#2a7", "near_low": "#d80", "near_high": "#d80",
                   "divergence_edge": "#c33"}
@@ -30,6 +32,9 @@ def axis_figures(spec: StudySpec, trials: Sequence[TrialRecord],
     per trial and one colour per arm; diverged trials as red crosses along the top; the
     declared range's edges as dotted lines; the boundary verdict in the title."""
     checks = {c.parameter: c for c in analysis.boundaries}
+    shown = shown_trials(spec, trials)
+    note = "" if len(shown) == len(trials) else f" ({len(shown)} of {len(trials)} trials)"
+    trials = shown
     finite = [t.best_value for t in trials if t.best_value is not None]
     worst = (max(finite) if spec.mode == "min" else min(finite)) if finite else 1.0
     out = []
@@ -61,7 +66,7 @@ def axis_figures(spec: StudySpec, trials: Sequence[TrialRecord],
             fig.add_trace(scatter(x=bad[0], y=bad[1], text=bad[2],
                                   mode="markers", name="diverged (NaN/inf)",
                                   marker=dict(symbol="x", color="red", size=8)))
-        title = f"{spec.metric} vs {param.name} ({param.role})"
+        title = f"{spec.metric} vs {param.name} ({param.role}){note}"
         if isinstance(param, RangeParameter):
             for edge in (param.low, param.high):
                 fig.add_vline(x=edge, line_dash="dot", line_color="grey")
@@ -75,6 +80,18 @@ def axis_figures(spec: StudySpec, trials: Sequence[TrialRecord],
                           yaxis_title=f"best {spec.metric}", **LAYOUT)
         out.append((f"axis-{param.name}", fig))
     return out
+
+
+def shown_trials(spec: StudySpec, trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """Every trial, or past MAX_POINTS the best MAX_POINTS // 4 plus a seeded uniform sample
+    of the rest: the front where decisions are made stays complete, the cloud stays light."""
+    if len(trials) <= MAX_POINTS:
+        return list(trials)
+    top = ranked(trials, spec.mode)[:MAX_POINTS // 4]
+    chosen = {t.number for t in top}
+    rest = [t for t in trials if t.number not in chosen]
+    sample = random.Random(0).sample(rest, MAX_POINTS - len(top))
+    return sorted([*top, *sample], key=lambda t: t.number)
 
 
 def isolation_figures(spec: StudySpec, analysis: StudyAnalysis) -> list[tuple[str, go.Figure]]:

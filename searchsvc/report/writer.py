@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from searchsvc.analysis import analyze
+from searchsvc.analysis.curves import curve_candidates
 from searchsvc.errors import SearchsvcError
 from searchsvc.report.data import report_data
 from searchsvc.report.html import render_html
@@ -45,7 +46,11 @@ def write_report(store: Store, study_name: str, out_dir: str | Path | None = Non
     if not 0 < top_fraction <= 1:
         raise SearchsvcError(f"top fraction must be in (0, 1] (got {top_fraction})")
     study = store.get_study(study_name)
-    trials = store.get_trials(study_name, measurements=True)
+    # Only the curves of each arm's best trials are analysed and drawn: loading every
+    # measurement of a 10,000-trial study would take most of the report's time.
+    trials = store.get_trials(study_name)
+    wanted = {t.number for t in curve_candidates(trials, study.mode)}
+    trials = store.get_trials(study_name, measurements=wanted)
     events = store.get_events(study_name)
     spec = parse_spec(study.spec_text, file=study.spec_file)
     folder = Path(out_dir or study.results_dir or searchsvc_home() / "results" / study.name)

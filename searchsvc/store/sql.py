@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -237,17 +237,22 @@ class Store:
             )
             return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
-    def get_trials(self, study_name: str, *, measurements: bool = False) -> list[TrialRecord]:
-        """The study's trials by number, with their measurements if asked."""
+    def get_trials(self, study_name: str, *,
+                   measurements: bool | Collection[int] = False) -> list[TrialRecord]:
+        """The study's trials by number, with their measurements if asked: ``True`` for every
+        trial, or a collection of trial numbers for those trials only (large studies)."""
         with self._session() as s:
             study = self._study_row(s, study_name)
             rows = s.scalars(select(TrialRow).where(TrialRow.study_id == study.id)
                              .order_by(TrialRow.number)).all()
             by_trial: dict[int, list[Measurement]] = {r.id: [] for r in rows}
-            if measurements and rows:
+            if measurements is not False and rows:
                 query = (select(MeasurementRow)
                          .join(TrialRow, TrialRow.id == MeasurementRow.trial_id)
-                         .where(TrialRow.study_id == study.id)
+                         .where(TrialRow.study_id == study.id))
+                if measurements is not True:
+                    query = query.where(TrialRow.number.in_(list(measurements)))
+                query = (query
                          .order_by(MeasurementRow.trial_id, MeasurementRow.attempt,
                                    MeasurementRow.step, MeasurementRow.id))
                 for m in s.scalars(query):

@@ -193,3 +193,22 @@ def test_the_next_study_is_a_valid_study_file_with_the_suggested_ranges(store):
     assert lr.high == by_name(result.boundaries, "learning_rate").suggested_high  # type: ignore[union-attr]
     assert lr.scale == "log" and lr.role == "nuisance"  # type: ignore[union-attr]
     assert any(c.startswith("learning_rate:") for c in result.next_study.changes)
+
+
+def test_a_parameter_that_does_not_matter_raises_no_alarm_in_a_large_study(store):
+    def curve(config: Mapping[str, Any], rng: random.Random, steps: int):
+        depth = int(config["depth"])
+        final = 0.3 - 0.03 * depth + 0.08 * lr_miss(config, -1.0 - 0.5 * depth) ** 2
+        return converging(final + rng.gauss(0, 0.01), rng, steps)
+
+    study, spec, trials = planted_study(store, """
+        study: irrelevant
+        budget: {trials: 400, max_steps: 6}
+        parameters:
+          depth: {role: scientific, values: [1, 2, 3, 4]}
+          learning_rate: {role: nuisance, low: 1.0e-5, high: 1.0, scale: log}
+          dropout: {role: nuisance, low: 0.0, high: 0.5}
+    """.rstrip() + COMMON.replace("quasi_random", "random"), curve)
+    checks = {c.parameter: c for c in analyze(study, spec, trials).boundaries}
+    assert checks["dropout"].status == "ok", checks["dropout"].detail
+    assert checks["learning_rate"].status == "ok", checks["learning_rate"].detail

@@ -113,3 +113,15 @@ def test_delete_study_removes_its_trials(store: Store) -> None:
         store.get_trials("s")
     new_study(store)
     assert store.get_trials("s") == []
+
+
+def test_measurements_can_be_loaded_for_chosen_trials_only(store: Store) -> None:
+    study = new_study(store)
+    for number in range(3):
+        t = store.start_trial(study.id, number=number, config={}, arm={}, seed=number)
+        store.record_measurements(t.id, 1, "min", [(1, 1.0 + number, {"loss": 1.0 + number}),
+                                                   (2, 0.5 + number, {"loss": 0.5 + number})])
+    trials = store.get_trials("s", measurements=[0, 2])
+    assert [len(t.measurements) for t in trials] == [2, 0, 2]
+    assert trials[2].curve("loss") == [(1, 3.0), (2, 2.5)]
+    assert all(not t.measurements for t in store.get_trials("s"))
