@@ -32,7 +32,7 @@ class CurveDiagnosis:
     best_step: int | None
     last_step: int | None
     best_step_position: str  # first_10pct | middle | last_25pct | unknown
-    details: tuple[str, ...]
+    details: tuple[str, ...]  # details[i] explains issues[i] in plain language
 
 
 PER_ARM = 2  # best trials diagnosed per scientific arm

@@ -77,8 +77,8 @@ def _findings(summary: StudySummary, boundaries: Sequence[BoundaryCheck],
         for issue in c.issues:
             by_issue.setdefault(issue, []).append(c.trial_id)
     for issue, ids in by_issue.items():
-        detail = next(d for c in curves if c.trial_id == ids[0] for d in c.details
-                      if _matches(issue, d))
+        first = next(c for c in curves if c.trial_id == ids[0])
+        detail = first.details[first.issues.index(issue)]
         out.append(f"Curves of best trials {', '.join(map(str, ids))}: {detail}.")
     if importance:
         top = max(importance, key=importance.__getitem__)
@@ -88,11 +88,3 @@ def _findings(summary: StudySummary, boundaries: Sequence[BoundaryCheck],
                    "there instead of expanding it.")
     return out
 
-
-_ISSUE_WORDS = {"overfitting": "overfitting", "high_variance": "step to step",
-                "still_improving": "still improved", "saturated": "within 1%",
-                "train_loss_increasing": "training loss", "diverged": "diverged"}
-
-
-def _matches(issue: str, detail: str) -> bool:
-    return _ISSUE_WORDS.get(issue, issue) in detail

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from searchsvc.analysis.trials import ranked
 from searchsvc.store import (
     TRIAL_COMPLETED,
     TRIAL_FAILED,
@@ -52,10 +53,7 @@ def _summary(t: TrialRecord) -> TrialSummary:
 
 def best_trials(trials: Sequence[TrialRecord], mode: str, k: int = 5) -> list[TrialSummary]:
     """The ``k`` best trials with a finite best value (completed or pruned), best first."""
-    ranked = [t for t in trials if t.best_value is not None
-              and t.state in (TRIAL_COMPLETED, TRIAL_PRUNED)]
-    ranked.sort(key=lambda t: (t.best_value if mode == "min" else -t.best_value, t.number))  # type: ignore[operator]
-    return [_summary(t) for t in ranked[:k]]
+    return [_summary(t) for t in ranked(trials, mode)[:k]]
 
 
 def summarize(study: StudyRecord, trials: Sequence[TrialRecord], k: int = 5) -> StudySummary:

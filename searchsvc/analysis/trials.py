@@ -24,6 +24,3 @@ def arm_label(trial: TrialRecord) -> str:
     """The trial's scientific arm as ``name=value, ...`` ("" in a study without one)."""
     return ", ".join(f"{k}={v}" for k, v in trial.arm.items())
 
-
-def better(a: float, b: float, mode: str) -> bool:
-    return a < b if mode == "min" else a > b

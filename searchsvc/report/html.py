@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from searchsvc.analysis import StudyAnalysis
@@ -101,45 +101,46 @@ def _section(key: str, title: str, body: str) -> str:
     return f'<section id="{key}"><h2>{html.escape(title)}</h2>{body}</section>'
 
 
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    """A table of escaped ``headers`` and cells given as HTML (escape text before)."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
 def _best_table(spec: StudySpec, analysis: StudyAnalysis) -> str:
     best = analysis.summary.best_trials
     if not best:
         return "<p>No trial produced a finite result yet.</p>"
     params = [p for p in spec.parameter_order
               if spec.parameters[p].searched and any(p in t.config for t in best)]
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in
-                   ["trial", spec.metric, "best step", *params, "checkpoints"])
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in [
+    return _table(["trial", spec.metric, "best step", *params, "checkpoints"], (
+        [html.escape(c) for c in [
             str(t.number), f"{t.value:.5g}", f"{t.best_step} of {t.last_step}",
-            *(fmt(t.config.get(p, "")) for p in params), str(len(t.checkpoints))]) + "</tr>"
-        for t in best)
-    return f"<table><tr>{head}</tr>{rows}</table>"
+            *(fmt(t.config.get(p, "")) for p in params), str(len(t.checkpoints))]]
+        for t in best))
 
 
 def _boundary_table(analysis: StudyAnalysis) -> str:
     if not analysis.boundaries:
         return "<p>No searched numeric range.</p>"
-    rows = "".join(
-        f"<tr><td>{html.escape(c.parameter)}</td><td>[{fmt(c.low)}, {fmt(c.high)}] "
-        f"{html.escape(c.scale)}</td><td class='{c.status}'>{c.status}</td>"
-        f"<td>[{fmt(c.suggested_low)}, {fmt(c.suggested_high)}]</td>"
-        f"<td>{html.escape(c.detail)}</td></tr>" for c in analysis.boundaries)
-    return ("<table><tr><th>parameter</th><th>range</th><th>status</th><th>suggested</th>"
-            f"<th>why</th></tr>{rows}</table>")
+    esc = html.escape
+    return _table(["parameter", "range", "status", "suggested", "why"], (
+        [esc(c.parameter), f"[{fmt(c.low)}, {fmt(c.high)}] {esc(c.scale)}",
+         f"<span class='{c.status}'>{c.status}</span>",
+         f"[{fmt(c.suggested_low)}, {fmt(c.suggested_high)}]", esc(c.detail)]
+        for c in analysis.boundaries))
 
 
 def _curve_table(analysis: StudyAnalysis) -> str:
     if not analysis.curves:
         return ""
-    rows = "".join(
-        f"<tr><td>{c.trial_id}</td><td>{html.escape(c.arm)}</td>"
-        f"<td>{c.best_step} of {c.last_step} ({c.best_step_position})</td>"
-        f"<td>{html.escape(', '.join(c.issues) or 'none')}</td>"
-        f"<td>{'<br>'.join(html.escape(d) for d in c.details)}</td></tr>"
-        for c in analysis.curves)
-    return ("<table><tr><th>trial</th><th>arm</th><th>best step</th><th>issues</th>"
-            f"<th>what it means</th></tr>{rows}</table>")
+    esc = html.escape
+    return _table(["trial", "arm", "best step", "issues", "what it means"], (
+        [str(c.trial_id), esc(c.arm),
+         f"{c.best_step} of {c.last_step} ({c.best_step_position})",
+         esc(", ".join(c.issues) or "none"), "<br>".join(esc(d) for d in c.details)]
+        for c in analysis.curves))
 
 
 def fmt(value: Any) -> str:

@@ -6,6 +6,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
+from searchsvc.analysis.trials import arm_label
 from searchsvc.spec import RangeParameter, StudySpec
 from searchsvc.store import TRIAL_INFEASIBLE, TrialRecord
 
@@ -33,7 +34,7 @@ def axis_plots(spec: StudySpec, trials: Sequence[TrialRecord], folder: Path) -> 
                 continue
             x = t.config[param.name]
             if t.best_value is not None and math.isfinite(t.best_value):
-                label = ", ".join(f"{k}={v}" for k, v in t.arm.items()) or "trials"
+                label = arm_label(t) or "trials"
                 arms.setdefault(label, []).append((x, t.best_value))
             elif t.state == TRIAL_INFEASIBLE:
                 bad.append(x)

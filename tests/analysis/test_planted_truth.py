@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from objectives.synthetic import PLAYBOOK_FLOOR
 from searchsvc.analysis import analyze
 from searchsvc.spec import parse_spec
 from searchsvc.store import Store
@@ -42,14 +43,18 @@ def by_name(items, name: str):
     return next(i for i in items if getattr(i, "parameter", None) == name)
 
 
-def test_best_learning_rate_beyond_the_high_edge_is_reported_with_a_wider_range(store):
-    study, spec, trials = planted_study(store, """
+# The best learning rate (10^-1.5, see lr_wd_curve) lies past the declared high edge.
+BEYOND_HIGH = """
         study: beyond-high
         budget: {trials: 30, max_steps: 12}
         parameters:
           learning_rate: {role: nuisance, low: 1.0e-5, high: 1.0e-2, scale: log}
           weight_decay: {role: nuisance, low: 1.0e-6, high: 1.0e-2, scale: log}
-    """.rstrip() + COMMON, lr_wd_curve(-1.5))
+""".rstrip() + COMMON
+
+
+def test_best_learning_rate_beyond_the_high_edge_is_reported_with_a_wider_range(store):
+    study, spec, trials = planted_study(store, BEYOND_HIGH, lr_wd_curve(-1.5))
     result = analyze(study, spec, trials)
     lr = by_name(result.boundaries, "learning_rate")
     assert lr.status == "near_high"
@@ -71,9 +76,6 @@ def test_optimum_inside_every_range_raises_no_boundary_alarm(store):
     for diagnosis in result.curves:  # clean, converging curves
         assert not {"overfitting", "high_variance", "diverged", "train_loss_increasing"} & set(
             diagnosis.issues), diagnosis
-
-
-PLAYBOOK_FLOOR = {1: 0.30, 3: 0.17}
 
 
 def depth_curve(config: Mapping[str, Any], rng: random.Random, steps: int):
@@ -179,13 +181,7 @@ def test_a_boundary_formed_by_divergence_is_reported_as_such_not_as_expand(store
 
 
 def test_the_next_study_is_a_valid_study_file_with_the_suggested_ranges(store):
-    study, spec, trials = planted_study(store, """
-        study: beyond-high
-        budget: {trials: 30, max_steps: 12}
-        parameters:
-          learning_rate: {role: nuisance, low: 1.0e-5, high: 1.0e-2, scale: log}
-          weight_decay: {role: nuisance, low: 1.0e-6, high: 1.0e-2, scale: log}
-    """.rstrip() + COMMON, lr_wd_curve(-1.5))
+    study, spec, trials = planted_study(store, BEYOND_HIGH, lr_wd_curve(-1.5))
     result = analyze(study, spec, trials)
     nxt = parse_spec(result.next_study.text, file="next.yaml")
     lr = nxt.parameters["learning_rate"]
