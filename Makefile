@@ -28,11 +28,11 @@ browser:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
 test: $(STAMP) browser
-	$(BIN)/ruff check searchsvc objectives tests examples
+	$(BIN)/ruff check searchsvc objectives tests examples benchmarks
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check searchsvc objectives tests examples
+	$(BIN)/ruff check searchsvc objectives tests examples benchmarks
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info

@@ -138,12 +138,13 @@ class StoreCallback(PicklesDetached, tune.Callback):
         state = self.running.get(trial.trial_id)
         if state is None:
             return
-        cutoff = data.get("cutoff")
+        cutoff, rf = data.get("cutoff"), _short(data.get("reduction_factor"))
+        why = (f"rung {data.get('rung')} had already let its quota of 1/{rf} of its trials go on"
+               if data.get("reason") == "rung_quota_full" else
+               f"{self.metric}={_short(data.get('value'))} was not in the top 1/{rf} at rung "
+               f"{data.get('rung')}" + ("" if cutoff is None else f" (cutoff {_short(cutoff)})"))
         state.stopped_early = (
-            f"stopped early by {data.get('scheduler', 'the scheduler')} at step {step}: "
-            f"{self.metric}={_short(data.get('value'))} was not in the top "
-            f"1/{_short(data.get('reduction_factor'))} at rung {data.get('rung')}"
-            + ("" if cutoff is None else f" (cutoff {_short(cutoff)})"))
+            f"stopped early by {data.get('scheduler', 'the scheduler')} at step {step}: {why}")
         self.store.record_event(self.study.id, state.number, EVENT_STOPPED_EARLY, step=step,
                                 data=data)
 

@@ -13,6 +13,7 @@ from ray.tune.schedulers import (
     PopulationBasedTraining,
     TrialScheduler,
 )
+from ray.tune.schedulers.async_hyperband import _Bracket
 from ray.tune.schedulers.pb2 import PB2
 
 from searchsvc.runner.context import META_KEY
@@ -46,16 +47,38 @@ def create_scheduler(schedule: Schedule | None, spec: StudySpec, events: Schedul
     return None
 
 
-class _PastTrial:
-    """Stands for a trial of an earlier run when its results are replayed into the rungs."""
+class _QuotaBracket(_Bracket):
+    """Ray's asynchronous bracket, where a rung also lets at most ``ceil(n / rf)`` of the ``n``
+    trials recorded there go on (see :class:`HyperbandSchedule`, ``promotion="quota"``)."""
 
-    def __init__(self, number: int):
-        self.trial_id = f"past-{number}"
+    def __init__(self, *args: Any, max_t: int, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.max_t = max_t
+        self.promoted: dict[float, set[str]] = {m: set() for m, _ in self._rungs}
+
+    def quota_left(self, milestone: float, recorded: dict) -> bool:
+        return len(self.promoted[milestone]) < math.ceil((len(recorded) + 1) / self.rf)
+
+    def on_result(self, trial: Any, cur_iter: int, cur_rew: float | None) -> str:
+        for milestone, recorded in self._rungs:
+            if cur_iter < milestone or trial.trial_id in recorded:
+                continue
+            if cur_rew is None or milestone >= self.max_t:
+                return super().on_result(trial, cur_iter, cur_rew)
+            cutoff = self.cutoff(recorded)
+            go_on = (cutoff is None or cur_rew >= cutoff) and self.quota_left(milestone, recorded)
+            recorded[trial.trial_id] = cur_rew
+            if not go_on:
+                return TrialScheduler.STOP
+            self.promoted[milestone].add(trial.trial_id)
+            return TrialScheduler.CONTINUE
+        return TrialScheduler.CONTINUE
 
 
 class StudyHyperBand(AsyncHyperBandScheduler):
     """Ray Tune's asynchronous Hyperband with brackets assigned by trial number, rungs that can
-    be refilled from the store on resume, and early stops reported."""
+    be refilled from the store on resume, an optional promotion quota, and early stops
+    reported."""
 
     def __init__(self, schedule: HyperbandSchedule, metric: str, mode: str,
                  events: SchedulerEvents, label: str = "hyperband"):
@@ -63,15 +86,27 @@ class StudyHyperBand(AsyncHyperBandScheduler):
                          grace_period=schedule.grace_period,
                          reduction_factor=schedule.reduction_factor,
                          brackets=schedule.brackets)
+        if schedule.promotion == "quota":
+            self._brackets = [
+                _QuotaBracket(schedule.grace_period, schedule.max_steps,
+                              schedule.reduction_factor, s, max_t=schedule.max_steps)
+                for s in range(schedule.brackets)]
         self.schedule, self.events, self.label = schedule, events, label
 
     def replay(self, number: int, curve: list[tuple[int, float]]) -> None:
-        """Record a finished trial's results in its bracket's rungs, as if it had just run."""
+        """Record a finished trial's results in its bracket's rungs as they happened: its value
+        at each rung it reached, and (for a quota) each rung it went on from."""
         bracket = self._brackets[self.schedule.bracket_for(number)]
-        past = _PastTrial(number)
-        for step, value in curve:
-            if math.isfinite(value):
-                bracket.on_result(past, step, self._metric_op * value)
+        past = f"past-{number}"  # stands for a trial of an earlier run
+        finite = [(step, value) for step, value in curve if math.isfinite(value)]
+        last = max((step for step, _ in curve), default=0)
+        for milestone, recorded in bracket._rungs:
+            reached = next((v for step, v in finite if step >= milestone), None)
+            if reached is None:
+                continue
+            recorded[past] = self._metric_op * reached
+            if isinstance(bracket, _QuotaBracket) and last > milestone:
+                bracket.promoted[milestone].add(past)
 
     def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
         super().on_trial_add(tune_controller, trial)  # validates metric and mode
@@ -85,11 +120,14 @@ class StudyHyperBand(AsyncHyperBandScheduler):
         if (action == TrialScheduler.STOP and rung is not None and step is not None
                 and step < self.schedule.max_steps):
             milestone, cutoff = rung
+            below = (cutoff is not None and value is not None
+                     and self._metric_op * value < cutoff)
             self.events.stopped_early(trial, int(step), {
                 "scheduler": self.label, "rung": milestone,
                 "bracket": self.schedule.bracket_for(trial_number(trial)),
                 "value": value, "cutoff": None if cutoff is None else
                 float(cutoff) * self._metric_op,
+                "reason": "below_cutoff" if below else "rung_quota_full",
                 "reduction_factor": self.schedule.reduction_factor,
             })
         return action

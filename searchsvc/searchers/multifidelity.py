@@ -32,6 +32,9 @@ class HyperbandOptions(BaseModel):
         "Hyperband brackets (hyperband default: all that fit; asha: 1)"))
     proposer: Literal["random", "quasi_random", "bayesian"] = "quasi_random"
     sampler: Literal["auto", "tpe", "gp", "hyperopt"] = "auto"
+    promotion: Literal["cutoff", "quota"] = Field(default="cutoff", description=(
+        "cutoff: go on when in the top 1/reduction_factor of the rung so far (Ray's ASHA); "
+        "quota: also at most ceil(n/reduction_factor) of a rung's n trials go on"))
 
 
 class HyperbandSearcher(Searcher):
@@ -78,7 +81,8 @@ class HyperbandSearcher(Searcher):
                       / math.log(opts.reduction_factor)) + 1
         brackets = min(opts.brackets or self.default_brackets or fitting, fitting)
         return HyperbandSchedule(max_steps, opts.grace_period, opts.reduction_factor,
-                                 brackets, seed=self.spec.seed)
+                                 brackets, seed=self.spec.seed,
+                                 promotion=opts.promotion)  # type: ignore[attr-defined]
 
 
 class AshaSearcher(HyperbandSearcher):
@@ -98,6 +102,9 @@ class BohbOptions(BaseModel):
         "share of configs drawn at random rather than from the model (BOHB's rho)"))
     top_n_percent: int = Field(default=15, ge=1, le=99, description=(
         "percentage of observations the model counts as good"))
+    # BOHB's proposals improve as its model learns, so later trials beat earlier cutoffs and
+    # asynchronous rungs let most of them through; the quota keeps Hyperband's budget.
+    promotion: Literal["cutoff", "quota"] = "quota"
 
 
 class BohbSearcher(HyperbandSearcher):

@@ -18,6 +18,10 @@ class HyperbandSchedule:
 
     Bracket ``s`` has rungs at ``grace_period * reduction_factor**(k + s)`` steps; a trial that
     reaches a rung below the top ``1/reduction_factor`` of the values recorded there is stopped.
+    With ``promotion="quota"`` a rung also lets at most ``ceil(n / reduction_factor)`` of the
+    ``n`` trials recorded there go on, whatever their values: the compute bound of synchronous
+    successive halving, kept when an improving proposer (BOHB) makes later trials beat the
+    earlier ones' cutoff.
     """
 
     max_steps: int
@@ -25,6 +29,7 @@ class HyperbandSchedule:
     reduction_factor: float
     brackets: int
     seed: int = 0
+    promotion: Literal["cutoff", "quota"] = "cutoff"
     kind: Literal["hyperband"] = "hyperband"
 
     def milestones(self, bracket: int = 0) -> list[int]:

@@ -55,10 +55,11 @@ def searcher(text: str, name: str, options: str = "{}", trials: int = 40, seed: 
                                                   trials=trials, seed=seed)))
 
 
-def median_best(function: str, name: str, options: str = "{}", seeds: int = 5) -> float:
+def median_best(function: str, name: str, options: str = "{}", seeds: int = 5,
+                trials: int = 40) -> float:
     text, f = FUNCTIONS[function]
     return statistics.median(
-        best_so_far(run_sequential(searcher(text, name, options, seed=seed), f), "min")
+        best_so_far(run_sequential(searcher(text, name, options, trials, seed=seed), f), "min")
         for seed in range(seeds))
 
 
@@ -70,8 +71,13 @@ def test_each_bayesian_sampler_beats_random_search(function: str, sampler: str) 
     assert bayes_median < random_median
 
 
-def test_default_bayesian_gets_within_005_of_the_branin_optimum_in_40_trials() -> None:
-    assert abs(median_best("branin", "bayesian") - BRANIN_OPTIMUM) < 0.05
+# TPE needs a larger budget than GP to close in on Branin's optimum (Optuna's TPE called
+# directly: median 0.515 at 40 trials); hyperopt's TPE gets within 0.05 at no budget we tried
+# (ours: 0.528 at 100 trials; hyperopt's fmin: 0.736), so it is held to beating random only.
+@pytest.mark.parametrize(("sampler", "trials"), [("auto", 40), ("gp", 40), ("tpe", 80)])
+def test_bayesian_gets_within_005_of_the_branin_optimum(sampler: str, trials: int) -> None:
+    median = median_best("branin", "bayesian", f"{{sampler: {sampler}}}", trials=trials)
+    assert abs(median - BRANIN_OPTIMUM) < 0.05
 
 
 def continue_from(s, f, history: list[Observation], numbers: range) -> list[float]:
