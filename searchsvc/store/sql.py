@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, delete, event, func, select, update
+from sqlalchemy import case, create_engine, delete, event, func, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -54,14 +55,16 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 class Store:
     """Studies, trials and measurements in one database.
 
-    Contract: every method is a complete transaction; what a method has returned from is durable.
-    A trial number is unique within its study; a finished trial is never started again.
+    Contract: every method is a complete transaction; what a method has returned from is durable
+    (inside :meth:`transaction`, once that block has ended). A trial number is unique within its
+    study; a finished trial is never started again.
     """
 
     def __init__(self, url: str | None = None):
         self.url = url or default_storage_url()
         self.engine = self._engine(self.url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+        self._open = threading.local()  # the session of this thread's transaction() block
         try:
             Base.metadata.create_all(self.engine)
         except SQLAlchemyError as exc:
@@ -82,7 +85,25 @@ class Store:
         return self.engine.url.render_as_string(hide_password=True)
 
     @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Make the store calls this thread makes inside the block one transaction: all of them
+        are written, with one commit at the end, or none."""
+        if getattr(self._open, "session", None) is not None:
+            yield  # nested: part of the outer block
+            return
+        with self._session() as session:
+            self._open.session = session
+            try:
+                yield
+            finally:
+                self._open.session = None
+
+    @contextmanager
     def _session(self) -> Iterator[Session]:
+        open_session = getattr(self._open, "session", None)
+        if open_session is not None:
+            yield open_session  # the enclosing transaction() commits
+            return
         session = self._sessions()
         try:
             yield session
@@ -192,20 +213,32 @@ class Store:
         """Append (step, value, metrics) rows of one attempt and update the trial's best and
         last step. A non-finite value is kept in ``metrics`` and never becomes the best."""
         now = time.time()
+        rows, best, best_step, last = [], None, None, None
+        for step, value, metrics in items:
+            finite = value is not None and math.isfinite(value)
+            rows.append({"trial_id": trial_id, "attempt": attempt, "step": step,
+                         "value": float(value) if finite else None,  # type: ignore[arg-type]
+                         "metrics": jsonutil.dumps(dict(metrics)), "recorded_at": now})
+            last = step if last is None else max(last, step)
+            if improves(value, best, mode):
+                best, best_step = float(value), step  # type: ignore[arg-type]
+        if not rows:
+            return
+        # Core statements, no ORM load: this runs for every step every trial reports.
+        trial = TrialRow.__table__
         with self._session() as s:
-            row = s.get(TrialRow, trial_id)
-            if row is None:
+            found = s.execute(update(trial).where(trial.c.id == trial_id).values(
+                last_step=case((trial.c.last_step.is_(None) | (trial.c.last_step < last), last),
+                               else_=trial.c.last_step)))
+            if not found.rowcount:  # type: ignore[attr-defined]
                 raise NotFoundError(f"no trial with id {trial_id}")
-            for step, value, metrics in items:
-                finite = value is not None and math.isfinite(value)
-                s.add(MeasurementRow(
-                    trial_id=trial_id, attempt=attempt, step=step,
-                    value=float(value) if finite else None,  # type: ignore[arg-type]
-                    metrics=jsonutil.dumps(dict(metrics)), recorded_at=now,
-                ))
-                row.last_step = max(row.last_step or 0, step)
-                if improves(value, row.best_value, mode):
-                    row.best_value, row.best_step = float(value), step  # type: ignore[arg-type]
+            s.execute(insert(MeasurementRow.__table__), rows)
+            if best is not None:
+                better = (trial.c.best_value > best) if mode == "min" else (
+                    trial.c.best_value < best)
+                s.execute(update(trial).where(
+                    trial.c.id == trial_id, trial.c.best_value.is_(None) | better,
+                ).values(best_value=best, best_step=best_step))
 
     def set_trial_node(self, trial_id: int, node: str) -> None:
         """Record where (host, node address) the trial runs."""

@@ -125,3 +125,23 @@ def test_measurements_can_be_loaded_for_chosen_trials_only(store: Store) -> None
     assert [len(t.measurements) for t in trials] == [2, 0, 2]
     assert trials[2].curve("loss") == [(1, 3.0), (2, 2.5)]
     assert all(not t.measurements for t in store.get_trials("s"))
+
+
+@pytest.mark.parametrize(("mode", "values", "best", "best_step"), [
+    ("min", [0.9, 0.4, float("nan"), 0.6, 0.4], 0.4, 2),
+    ("max", [0.2, 0.7, float("inf"), 0.5, 0.8], 0.8, 5),
+])
+def test_best_and_last_step_hold_when_steps_arrive_one_write_at_a_time(
+        store: Store, mode: str, values: list[float], best: float, best_step: int) -> None:
+    study = new_study(store, mode=mode)
+    t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
+    for step, value in enumerate(values, start=1):
+        store.record_measurements(t.id, 1, mode, [(step, value, {"loss": value})])
+    [trial] = store.get_trials("s", measurements=True)
+    assert (trial.best_value, trial.best_step, trial.last_step) == (best, best_step, 5)
+    assert len(trial.measurements) == 5
+
+
+def test_measurements_of_an_unknown_trial_are_refused(store: Store) -> None:
+    with pytest.raises(NotFoundError, match="no trial with id 999"):
+        store.record_measurements(999, 1, "min", [(1, 0.5, {"loss": 0.5})])
