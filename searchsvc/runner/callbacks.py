@@ -18,6 +18,7 @@ from searchsvc.runner.trainable import is_finite_number
 from searchsvc.searchers import Observation, Searcher
 from searchsvc.store import (
     EVENT_EXPLOIT,
+    EVENT_RETRIED,
     EVENT_STOPPED_EARLY,
     TRIAL_COMPLETED,
     TRIAL_FAILED,
@@ -52,6 +53,11 @@ class _Running:
     stopped_early: str | None = None  # why a scheduler stopped it
     unwritten: list[tuple[int, float | None, dict[str, Any]]] = field(default_factory=list)
     node: str | None = None  # where it runs, once known and not yet written
+    started: float = field(default_factory=time.monotonic)  # this try (retries restart it)
+    last_step: int = 0
+    failures: int = 0  # tries that failed and were retried
+    retried: bool = False  # its next results may redo steps from an earlier checkpoint
+    timed_out: bool = False
 
 
 # Results are written in groups, one transaction per group (per trial end, or at most this many
@@ -73,11 +79,15 @@ class StoreCallback(PicklesDetached, tune.Callback):
     """Writes trial starts, every reported step, and trial ends into the store; feeds finished
     trials back to the searcher; drives the progress display."""
 
-    def __init__(self, store: Store, study: StudyRecord, searcher: Searcher, progress: Progress):
+    def __init__(self, store: Store, study: StudyRecord, searcher: Searcher, progress: Progress,
+                 trial_timeout_s: float | None = None):
         self.store, self.study, self.searcher, self.progress = store, study, searcher, progress
         self.metric, self.mode = study.metric, study.mode
+        self.trial_timeout_s = trial_timeout_s
         self.running: dict[str, _Running] = {}
         self.unwritten_since: float | None = None  # oldest result not yet in the store
+        self.trials: dict[str, Any] = {}  # Tune's trial objects of the running trials
+        self.node_ids: dict[str, str | None] = {}  # actor id -> Ray node id
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         if trial.trial_id in self.running:
@@ -89,6 +99,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
             arm=meta.get("arm") or {}, seed=int(meta.get("seed", 0)),
         )
         self.running[trial.trial_id] = _Running(record.id, record.number, record.attempts)
+        self.trials[trial.trial_id] = trial
         self.progress.trial_started(record.number)
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
@@ -99,6 +110,9 @@ class StoreCallback(PicklesDetached, tune.Callback):
         metrics = user_metrics(result)
         state.metric_names.update(metrics)
         step = int(result.get("training_iteration") or 0)
+        if state.retried and step <= state.last_step:
+            self._redo_from(state, step)
+        state.retried, state.last_step = False, step
         value = metrics.get(self.metric)
         if isinstance(value, int | float) and not isinstance(value, bool):
             state.reported_metric = True
@@ -112,7 +126,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
             value = None
         state.unwritten.append((step, value, metrics))
         if not state.node_recorded and result.get("hostname"):
-            state.node = f"{result['hostname']} ({result.get('node_ip', '?')})"
+            state.node = self._node_of(trial, result)
             state.node_recorded = True
         if self.unwritten_since is None:
             self.unwritten_since = time.monotonic()
@@ -122,6 +136,65 @@ class StoreCallback(PicklesDetached, tune.Callback):
         if (self.unwritten_since is not None
                 and time.monotonic() - self.unwritten_since >= WRITE_DELAY_S):
             self.write_results()
+        if self.trial_timeout_s is not None:
+            self._stop_overdue_trials()
+
+    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        """The trial failed and Ray Tune retries it (from its last checkpoint, if any)."""
+        state = self.running.get(trial.trial_id)
+        if state is None:
+            return
+        state.failures += 1
+        error = self._failure_text(trial, state)
+        self.store.record_event(self.study.id, state.number, EVENT_RETRIED,
+                                step=state.last_step or None,
+                                data={"error": error[-2000:], "failures": state.failures,
+                                      "timed_out": state.timed_out})
+        state.retried, state.timed_out, state.started = True, False, time.monotonic()
+        self.node_ids.clear()  # the retry may land on another node
+
+    def _stop_overdue_trials(self) -> None:
+        """Kill the actor of each trial running longer than ``trial_timeout_s``: Ray Tune then
+        handles it as a failed trial (retried up to ``max_failures``)."""
+        import ray
+
+        for trial_id, state in self.running.items():
+            if state.timed_out or time.monotonic() - state.started < self.trial_timeout_s:
+                continue
+            actor = getattr(self.trials[trial_id].temporary_state, "ray_actor", None)
+            if actor is not None:
+                state.timed_out = True
+                ray.kill(actor)
+
+    def _failure_text(self, trial: Any, state: _Running) -> str:
+        if state.timed_out:
+            return (f"timed out: the trial ran longer than budget.trial_timeout_s "
+                    f"({self.trial_timeout_s:g} s) and was stopped")
+        return _error_text(trial)
+
+    def _redo_from(self, state: _Running, step: int) -> None:
+        """A retry restarted from an earlier checkpoint: its steps replace the ones recorded
+        since then."""
+        self._write(state)
+        self.store.discard_measurements(state.trial_id, state.attempt, step, self.mode)
+        state.curve = [(s, v) for s, v in state.curve if s < step]
+        state.best = None
+        for _, v in state.curve:
+            if improves(v, state.best, self.mode):
+                state.best = v
+
+    def _node_of(self, trial: Any, result: dict[str, Any]) -> str:
+        """Where the trial runs: host, address and Ray node id (hosts on one machine share a
+        name and address)."""
+        where = f"{result['hostname']} ({result.get('node_ip', '?')})"
+        actor = getattr(getattr(trial, "temporary_state", None), "ray_actor", None)
+        if actor is None:
+            return where
+        key = actor._actor_id.hex()
+        if key not in self.node_ids:
+            self.node_ids[key] = _actor_node_id(key)
+        node_id = self.node_ids[key]
+        return f"{where} node {node_id}" if node_id else where
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         self.write_results()
@@ -165,7 +238,10 @@ class StoreCallback(PicklesDetached, tune.Callback):
         state = self.running.pop(trial.trial_id, None)
         if state is None:
             return
-        self._finish(trial, state, TRIAL_FAILED, _error_text(trial))
+        error = self._failure_text(trial, state)
+        if state.failures:
+            error = f"failed after {state.failures} retries: {error}"
+        self._finish(trial, state, TRIAL_FAILED, error)
 
     def stopped_early(self, trial: Any, step: int, data: dict[str, Any]) -> None:
         """A scheduler stopped ``trial`` at ``step`` (it will complete as pruned)."""
@@ -200,8 +276,10 @@ class StoreCallback(PicklesDetached, tune.Callback):
         for state in self.running.values():
             self.progress.trial_finished(state.number, TRIAL_INTERRUPTED)
         self.running.clear()
+        self.trials.clear()
 
     def _finish(self, trial: Any, state: _Running, outcome: str, error: str | None) -> None:
+        self.trials.pop(trial.trial_id, None)
         with self.store.transaction():  # its last results and its end, together
             self._write(state)
             self.store.finish_trial(state.trial_id, outcome, error=error,
@@ -213,6 +291,16 @@ class StoreCallback(PicklesDetached, tune.Callback):
             value=state.best if outcome in (TRIAL_COMPLETED, TRIAL_PRUNED) else None,
             curve=tuple(state.curve),
         ))
+
+
+def _actor_node_id(actor_id: str) -> str | None:
+    """The Ray node an actor lives on (from the cluster's actor table), or None."""
+    try:
+        from ray._private import state
+
+        return state.actors(actor_id=actor_id)["Address"]["NodeID"]
+    except Exception:  # an actor already gone, or an older Ray: the host is recorded anyway
+        return None
 
 
 def _short(value: Any) -> str:

@@ -163,7 +163,8 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     )
     resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
     trainable = tune.with_resources(tune.with_parameters(run_trial, settings=settings), resources)
-    callback = StoreCallback(store, study, searcher, progress)
+    callback = StoreCallback(store, study, searcher, progress,
+                             trial_timeout_s=spec.budget.trial_timeout_s)
     scheduler = create_scheduler(schedule, spec, callback)
     if isinstance(scheduler, StudyHyperBand):  # earlier runs' results fill the rungs
         for observation in history:

@@ -5,6 +5,7 @@ Knows nothing of Ray or searchers: the runner writes into it, analysis and repor
 
 from searchsvc.store.records import (
     EVENT_EXPLOIT,
+    EVENT_RETRIED,
     EVENT_STOPPED_EARLY,
     FINISHED_TRIAL_STATES,
     STUDY_COMPLETED,
@@ -28,6 +29,7 @@ from searchsvc.store.sql import Store, default_storage_url, searchsvc_home
 
 __all__ = [
     "EVENT_EXPLOIT",
+    "EVENT_RETRIED",
     "EVENT_STOPPED_EARLY",
     "FINISHED_TRIAL_STATES",
     "STUDY_COMPLETED",

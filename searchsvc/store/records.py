@@ -85,6 +85,7 @@ class TrialRecord:
 # Trial events (what schedulers did).
 EVENT_STOPPED_EARLY = "stopped_early"  # data: rung, cutoff, value
 EVENT_EXPLOIT = "exploit"  # data: parent (trial number), parent_step, old_config, new_config
+EVENT_RETRIED = "retried"  # data: error (its last lines), failures, timed_out
 
 
 @dataclass(frozen=True)

@@ -240,6 +240,25 @@ class Store:
                     trial.c.id == trial_id, trial.c.best_value.is_(None) | better,
                 ).values(best_value=best, best_step=best_step))
 
+    def discard_measurements(self, trial_id: int, attempt: int, from_step: int, mode: str
+                             ) -> None:
+        """Drop the attempt's measurements at ``from_step`` and later (a retry redoes them from
+        an earlier checkpoint) and recompute the trial's best and last step from the rest."""
+        with self._session() as s:
+            s.execute(delete(MeasurementRow).where(
+                MeasurementRow.trial_id == trial_id, MeasurementRow.attempt == attempt,
+                MeasurementRow.step >= from_step))
+            row = s.get(TrialRow, trial_id)
+            if row is None:
+                raise NotFoundError(f"no trial with id {trial_id}")
+            kept = s.execute(select(MeasurementRow.step, MeasurementRow.value).where(
+                MeasurementRow.trial_id == trial_id, MeasurementRow.attempt == attempt)).all()
+            row.best_value = row.best_step = None
+            row.last_step = max((step for step, _ in kept), default=None)
+            for step, value in sorted(kept):
+                if improves(value, row.best_value, mode):
+                    row.best_value, row.best_step = value, step
+
     def set_trial_node(self, trial_id: int, node: str) -> None:
         """Record where (host, node address) the trial runs."""
         with self._session() as s:

@@ -145,3 +145,19 @@ def test_best_and_last_step_hold_when_steps_arrive_one_write_at_a_time(
 def test_measurements_of_an_unknown_trial_are_refused(store: Store) -> None:
     with pytest.raises(NotFoundError, match="no trial with id 999"):
         store.record_measurements(999, 1, "min", [(1, 0.5, {"loss": 0.5})])
+
+
+def test_a_transaction_block_is_written_whole_or_not_at_all(store: Store) -> None:
+    study = new_study(store)
+    t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
+    with store.transaction():
+        store.record_measurements(t.id, 1, "min", [(1, 0.5, {"loss": 0.5})])
+        store.finish_trial(t.id, TRIAL_INFEASIBLE, error="x")
+    [trial] = store.get_trials("s", measurements=True)
+    assert trial.state == TRIAL_INFEASIBLE and len(trial.measurements) == 1
+    u = store.start_trial(study.id, number=1, config={}, arm={}, seed=0)
+    with pytest.raises(NotFoundError), store.transaction():
+        store.record_measurements(u.id, 1, "min", [(1, 0.1, {"loss": 0.1})])
+        store.record_measurements(999, 1, "min", [(1, 0.2, {"loss": 0.2})])
+    second = store.get_trials("s", measurements=True)[1]
+    assert second.measurements == () and second.best_value is None
