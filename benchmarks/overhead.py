@@ -53,7 +53,7 @@ PARAMETER = {
 def _start_ray(workers: int) -> None:
     import ray
 
-    ray.init(num_cpus=workers, include_dashboard=False, logging_level="ERROR",
+    ray.init(address="local", num_cpus=workers, include_dashboard=False, logging_level="ERROR",
              log_to_driver=False)
 
 

@@ -22,7 +22,9 @@ def ray_local():
     """One embedded Ray (2 CPUs, no dashboard) shared by the in-process runner tests."""
     import ray
 
-    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    # address="local": a new Ray even when `ray start` left a cluster address on this machine.
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR",
+             log_to_driver=False)
     yield ray
     ray.shutdown()
 

@@ -254,7 +254,8 @@ def _ray_session(spec: StudySpec, options: RunOptions) -> Iterator[None]:
         kwargs["address"] = options.address
         kwargs["runtime_env"] = {"py_modules": [str(r) for r in roots if r is not None]}
     else:
-        kwargs.update(num_cpus=options.num_cpus, num_gpus=options.num_gpus,
+        # "local": embedded even when `ray start` left a cluster's address on this machine.
+        kwargs.update(address="local", num_cpus=options.num_cpus, num_gpus=options.num_gpus,
                       include_dashboard=False)
     try:
         ray.init(**kwargs)
