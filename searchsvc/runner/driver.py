@@ -261,7 +261,11 @@ def _ray_session(spec: StudySpec, options: RunOptions) -> Iterator[None]:
         ray.init(**kwargs)
     except Exception as exc:
         where = f"at {options.address}" if options.address else "locally"
-        raise RunnerError(f"could not start Ray {where}: {type(exc).__name__}: {exc}") from None
+        hint = (" If the cluster uses token authentication (Ray's default since 2.60), give "
+                "this process its token: RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or "
+                "RAY_AUTH_TOKEN_PATH, default ~/.ray/auth_token)." if options.address else "")
+        raise RunnerError(
+            f"could not start Ray {where}: {type(exc).__name__}: {exc}.{hint}") from None
     try:
         yield
     finally:
