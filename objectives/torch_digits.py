@@ -73,10 +73,17 @@ def make_optimizer(config: dict, params: object) -> torch.optim.Optimizer:
 def train(config: dict) -> None:
     sdk.seed_everything()
     device = sdk.device()
-    x_train, y_train, x_val, y_val = (t.to(device) for t in load_data())
+    on_gpu = device.type == "cuda"
+    # Pinned host memory makes the one copy to the GPU asynchronous; the data then stays there.
+    x_train, y_train, x_val, y_val = (
+        (t.pin_memory() if on_gpu else t).to(device, non_blocking=True) for t in load_data())
     model = build_model(config).to(device)
     optimizer = make_optimizer(config, model.parameters())
     loss_fn = nn.CrossEntropyLoss()
+    # Mixed precision on a GPU (float16 matmuls, loss scaling against underflow); off on CPU.
+    autocast = functools.partial(torch.autocast, device_type=device.type,
+                                 dtype=torch.float16, enabled=on_gpu)
+    scaler = torch.amp.GradScaler(device.type, enabled=on_gpu)
     batch_size = int(config.get("batch_size", 64))
     start = 1
     state = sdk.restore()
@@ -96,14 +103,16 @@ def train(config: dict) -> None:
         for idx in torch.randperm(len(x_train), generator=generator).split(batch_size):
             idx = idx.to(device)
             optimizer.zero_grad()
-            loss = loss_fn(model(x_train[idx]), y_train[idx])
-            loss.backward()
-            optimizer.step()
+            with autocast():
+                loss = loss_fn(model(x_train[idx]), y_train[idx])
+            scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
             total += loss.item() * len(idx)
             count += len(idx)
         model.eval()
-        with torch.no_grad():
-            logits = model(x_val)
+        with torch.no_grad(), autocast():
+            logits = model(x_val).float()
             val_loss = float(loss_fn(logits, y_val))
             val_error = float((logits.argmax(1) != y_val).float().mean())
         sdk.report(

@@ -61,12 +61,17 @@ def wait_for_completed(store: Store, at_least: int, proc: subprocess.Popen, time
     raise AssertionError("the study did not progress in time")
 
 
-@pytest.mark.parametrize("how", ["ctrl-c", "sigkill"])
-def test_stopped_study_resumes_without_losing_or_rerunning_trials(tmp_path: Path, how: str) -> None:
+@pytest.mark.parametrize(("how", "searcher"), [
+    ("ctrl-c", "quasi_random"), ("sigkill", "quasi_random"),
+    ("sigkill", "bayesian"),  # its model is rebuilt from the store on resume
+])
+def test_stopped_study_resumes_without_losing_or_rerunning_trials(tmp_path: Path, how: str,
+                                                                  searcher: str) -> None:
     home = tmp_path / "home"
     (tmp_path / "slow_objective.py").write_text(textwrap.dedent(OBJECTIVE))
     spec = tmp_path / "stoppable.yaml"
-    spec.write_text(textwrap.dedent(SPEC))
+    spec.write_text(textwrap.dedent(SPEC).replace("searcher: quasi_random",
+                                                  f"searcher: {searcher}"))
     store = Store(f"sqlite:///{home / 'searchsvc.db'}")
 
     proc = searchsvc("run", str(spec), "--num-cpus", "2", home=home, cwd=tmp_path,
