@@ -189,6 +189,29 @@ def report(
         out.print(f"{kind}: {path.resolve()}")
 
 
+spaces = typer.Typer(help="Study-file helpers.", no_args_is_help=True)
+app.add_typer(spaces, name="spaces")
+
+
+@spaces.command("infer")
+def spaces_infer(
+    objective: Annotated[str, typer.Argument(help='A KerasTuner hypermodel, "module:build".')],
+    out_file: Annotated[Path | None, typer.Option("--out", help="Write here (default: print)."
+                                                  )] = None,
+) -> None:
+    """Write a starter study file from a KerasTuner hypermodel's declared hyperparameters
+    (those it registers when built once with default values)."""
+    from searchsvc.backends.keras import starter_study
+    from searchsvc.runner.objective import resolve_objective, search_paths_for
+
+    text = starter_study(objective, resolve_objective(objective, search_paths_for(None)))
+    if out_file is None:
+        sys.stdout.write(text)
+    else:
+        out_file.write_text(text)
+        out.print(f"wrote {out_file}")
+
+
 @app.command()
 def version() -> None:
     """Print searchsvc's version."""

@@ -5,22 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchsvc.errors import SpecError, SpecIssue
+from searchsvc.backends import check_backend
+from searchsvc.errors import SpecError
 from searchsvc.searchers import check_spec
 from searchsvc.spec import StudySpec, load_spec, parse_spec
 
-BACKENDS = ("ray",)  # keras_tuner and autokeras: see README, "Backends"
-
-
-def backend_issues(spec: StudySpec) -> list[SpecIssue]:
-    if spec.backend in BACKENDS:
-        return []
-    return [spec.source.issue(("backend",), f"unknown or unavailable backend (available: "
-                              f"{', '.join(BACKENDS)})", spec.backend)]
-
 
 def check(spec: StudySpec) -> StudySpec:
-    issues = [*backend_issues(spec), *check_spec(spec)]
+    issues = [*check_backend(spec), *check_spec(spec)]
     if issues:
         raise SpecError(issues)
     return spec

@@ -160,6 +160,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         # PBT copies checkpoints between trials, so its objectives must save them.
         keep_checkpoints=spec.checkpoints.keep_best is not None
         or isinstance(schedule, PopulationSchedule),
+        backend=spec.backend, backend_options=tuple(sorted(spec.backend_options.items())),
     )
     resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
     trainable = tune.with_resources(tune.with_parameters(run_trial, settings=settings), resources)

@@ -8,10 +8,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-from ray import tune
-
-from searchsvc.runner.context import TrialContext, returned_metrics, set_current, split_config
-from searchsvc.runner.objective import resolve_objective
+from searchsvc.backends import backend_class
+from searchsvc.runner.context import TrialContext, set_current, split_config
 from searchsvc.runner.sdk import seed_everything
 
 
@@ -26,6 +24,8 @@ class TrialSettings:
     mode: str
     max_steps: int | None
     keep_checkpoints: bool
+    backend: str = "ray"
+    backend_options: tuple[tuple[str, Any], ...] = ()
 
 
 def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
@@ -36,11 +36,11 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
         keep_checkpoints=settings.keep_checkpoints,
     ))
     try:
-        objective = resolve_objective(settings.objective, settings.search_paths)
+        backend = backend_class(settings.backend)(
+            settings.objective, settings.search_paths, settings.metric, settings.max_steps,
+            dict(settings.backend_options))
         seed_everything()
-        returned = objective(user_config)
-        if returned is not None:
-            tune.report(returned_metrics(returned, settings.metric))
+        backend.run(user_config)
     finally:
         set_current(None)
 

@@ -12,6 +12,7 @@ from searchsvc.errors import SpecError, SpecIssue
 from searchsvc.searchers.base import NoOptions, Observation, Proposal, Searcher
 from searchsvc.searchers.bayesian import BayesianSearcher
 from searchsvc.searchers.evolution import NasSearcher
+from searchsvc.searchers.keras_oracle import KerasTunerSearcher
 from searchsvc.searchers.multifidelity import AshaSearcher, BohbSearcher, HyperbandSearcher
 from searchsvc.searchers.population import PbtSearcher
 from searchsvc.searchers.schedule import HyperbandSchedule, PopulationSchedule, Schedule
@@ -30,7 +31,8 @@ def register(cls: type[Searcher]) -> type[Searcher]:
 
 
 for _cls in (GridSearcher, RandomSearcher, QuasiRandomSearcher, BayesianSearcher,
-             HyperbandSearcher, AshaSearcher, BohbSearcher, PbtSearcher, NasSearcher):
+             HyperbandSearcher, AshaSearcher, BohbSearcher, PbtSearcher, NasSearcher,
+             KerasTunerSearcher):
     register(_cls)
 
 

@@ -91,6 +91,8 @@ class StudyFile(_FileModel):
     description: str = ""
     objective: str = Field(description='"module:callable" of the training function.')
     backend: str = Field("ray", description="ray | keras_tuner | autokeras")
+    backend_options: dict[str, Any] = Field(default_factory=dict, description=(
+        "validated per backend (keras_tuner: data, batch_size; autokeras: task options)"))
     metric: str = Field(description="Name of the metric the objective reports.")
     mode: Literal["min", "max"]
     searcher: str = Field(

@@ -168,6 +168,7 @@ class StudySpec:
     parameter_order: tuple[str, ...]
     description: str = ""
     backend: str = "ray"
+    backend_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     searcher: str = "quasi_random"
     searcher_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     budget: Budget = field(default_factory=Budget)

@@ -172,6 +172,7 @@ class _SemanticCheck:
             description=m.description,
             objective=m.objective,
             backend=m.backend,
+            backend_options=MappingProxyType(dict(m.backend_options)),
             metric=m.metric,
             mode=m.mode,
             searcher=m.searcher,

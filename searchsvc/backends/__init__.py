@@ -1,0 +1,48 @@
+"""Backends by name: how a trial turns a config into reported metrics.
+
+``ray`` (default): the objective is a Ray Tune function trainable. ``keras_tuner``: the
+objective is a KerasTuner ``build(hp)`` function or ``HyperModel``, built with the values the
+searcher chose and trained with a per-epoch report. Each backend validates its own
+``backend_options``. Keras is imported only when a Keras backend runs.
+"""
+
+from __future__ import annotations
+
+from pydantic import ValidationError
+
+from searchsvc.backends.base import Backend, RayBackend
+from searchsvc.backends.keras import KerasTunerBackend
+from searchsvc.errors import SpecIssue
+from searchsvc.spec import StudySpec
+from searchsvc.spec.validate import issue_from_pydantic
+
+_REGISTRY: dict[str, type[Backend]] = {cls.name: cls for cls in (RayBackend, KerasTunerBackend)}
+
+
+def backend_names() -> list[str]:
+    return sorted(_REGISTRY)
+
+
+def backend_class(name: str) -> type[Backend]:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown backend {name!r} (valid: {', '.join(backend_names())})"
+                       ) from None
+
+
+def check_backend(spec: StudySpec) -> list[SpecIssue]:
+    """The problems of ``spec`` that depend on its backend (name, options)."""
+    if spec.backend not in _REGISTRY:
+        return [spec.source.issue(("backend",), f"unknown or unavailable backend (valid: "
+                                  f"{', '.join(backend_names())})", spec.backend)]
+    cls = _REGISTRY[spec.backend]
+    try:
+        cls.Options.model_validate(dict(spec.backend_options))
+    except ValidationError as exc:
+        return [issue_from_pydantic(e, spec.source, prefix=("backend_options",),
+                                    model=cls.Options) for e in exc.errors()]
+    return cls.check(spec)
+
+
+__all__ = ["Backend", "backend_class", "backend_names", "check_backend"]
