@@ -53,8 +53,8 @@ class KerasTunerSearcher(Searcher):
         else:
             oracle = kt.oracles.BayesianOptimizationOracle(
                 num_initial_points=opts.initial_points or max(2, share // 4), **common)
-        oracle._set_project_dir(tempfile.mkdtemp(prefix="searchsvc-kt-"), f"arm{arm.index}",
-                                overwrite=True)
+        # Oracles save each trial as JSON; searchsvc's store is the record, so a scratch folder.
+        oracle._set_project_dir(tempfile.mkdtemp(prefix="searchsvc-kt-"), f"arm{arm.index}")
         return oracle
 
     @cached_property

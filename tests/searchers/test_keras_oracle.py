@@ -1,0 +1,71 @@
+"""searcher: keras_tuner: KerasTuner's own oracles propose within the study's space, per arm,
+learn from what they are told, and are rebuilt from the store on resume."""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from objectives.synthetic import branin_value
+from searchsvc.searchers import Observation, create_searcher
+from searchsvc.searchers.sequential import best_so_far, run_sequential
+from searchsvc.spec import parse_spec
+
+SPACE = """
+study: kt
+objective: objectives.synthetic:branin
+metric: value
+mode: min
+searcher: keras_tuner
+searcher_options: {{oracle: {oracle}}}
+budget: {{trials: {trials}}}
+seed: {seed}
+parameters:
+  arm: {{role: scientific, values: [a, b]}}
+  x1: {{role: nuisance, low: -5.0, high: 10.0}}
+  x2: {{role: nuisance, low: 0.0, high: 15.0}}
+  width: {{role: nuisance, type: int, low: 8, high: 64, step: 8}}
+  lr: {{role: nuisance, low: 1.0e-4, high: 1.0e-1, scale: log}}
+  fixed: {{role: fixed, value: 3}}
+"""
+
+
+def searcher(oracle: str, trials: int = 12, seed: int = 0):
+    return create_searcher(parse_spec(SPACE.format(oracle=oracle, trials=trials, seed=seed)))
+
+
+def branin(config: dict) -> float:
+    return branin_value(config["x1"], config["x2"])
+
+
+@pytest.mark.parametrize("oracle", ["random", "bayesian"])
+def test_proposals_stay_in_the_space_and_keep_roles(oracle: str) -> None:
+    s = searcher(oracle)
+    history = run_sequential(s, branin)
+    configs = [o.config for o in history]
+    assert [c["arm"] for c in configs] == ["a", "b"] * 6  # equal shares, in turn
+    for c in configs:
+        assert -5 <= c["x1"] <= 10 and 0 <= c["x2"] <= 15 and 1e-4 <= c["lr"] <= 0.1
+        assert c["width"] in range(8, 65, 8) and c["fixed"] == 3
+    # each arm's oracle saw its own 6 trials and nothing else
+    assert [len(o.trials) for o in s.oracles] == [6, 6]
+
+
+def test_bayesian_oracle_beats_its_random_oracle_on_branin() -> None:
+    def median(oracle: str) -> float:
+        return statistics.median(best_so_far(run_sequential(searcher(oracle, 30, seed), branin),
+                                             "min") for seed in range(3))
+
+    assert median("bayesian") < median("random")
+
+
+def test_a_resumed_oracle_learns_the_trials_of_the_earlier_run() -> None:
+    history = run_sequential(searcher("bayesian", trials=10), branin)
+    resumed = searcher("bayesian")
+    for observation in history:
+        resumed.observe(Observation(observation.number, observation.config, observation.value,
+                                    observation.state, curve=observation.curve))
+    assert [len(o.trials) for o in resumed.oracles] == [5, 5]
+    scores = sorted(t.score for t in resumed.oracles[0].trials.values())
+    assert scores == sorted(o.value for o in history if o.config["arm"] == "a")
