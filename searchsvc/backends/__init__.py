@@ -2,21 +2,24 @@
 
 ``ray`` (default): the objective is a Ray Tune function trainable. ``keras_tuner``: the
 objective is a KerasTuner ``build(hp)`` function or ``HyperModel``, built with the values the
-searcher chose and trained with a per-epoch report. Each backend validates its own
-``backend_options``. Keras is imported only when a Keras backend runs.
+searcher chose and trained with a per-epoch report. ``autokeras``: the objective gives the data
+of an AutoKeras search, which runs as one job with AutoKeras's own tuner. Each backend
+validates its own ``backend_options``. Keras is imported only when a Keras backend runs.
 """
 
 from __future__ import annotations
 
 from pydantic import ValidationError
 
+from searchsvc.backends.autokeras import AutoKerasBackend
 from searchsvc.backends.base import Backend, RayBackend
 from searchsvc.backends.keras import KerasTunerBackend
 from searchsvc.errors import SpecIssue
 from searchsvc.spec import StudySpec
 from searchsvc.spec.validate import issue_from_pydantic
 
-_REGISTRY: dict[str, type[Backend]] = {cls.name: cls for cls in (RayBackend, KerasTunerBackend)}
+_REGISTRY: dict[str, type[Backend]] = {
+    cls.name: cls for cls in (RayBackend, KerasTunerBackend, AutoKerasBackend)}
 
 
 def backend_names() -> list[str]:

@@ -113,9 +113,15 @@ def run_study(name: str, store: Store, options: RunOptions) -> RunOutcome:
     reason = "all trials finished"
     started = time.monotonic()
     callback = None
+    searched_all = False  # autokeras: its tuner decides how many trials a search has
     ctrl_c = _CtrlC()
     try:
-        if pending:
+        if pending and spec.backend == "autokeras":
+            from searchsvc.runner.autokeras import run_autokeras
+
+            with _ray_session(spec, options):
+                searched_all = run_autokeras(spec, study, store, progress, finished)
+        elif pending:
             with _ray_session(spec, options), ctrl_c.graceful():
                 callback = _fit(spec, study, store, searcher, pending, history, progress,
                                 options)
@@ -128,7 +134,7 @@ def run_study(name: str, store: Store, options: RunOptions) -> RunOutcome:
         if pending:
             progress.stop()
     done = {t.number for t in store.get_trials(name) if t.finished}
-    complete = all(n in done for n in range(searcher.total_trials))
+    complete = searched_all or all(n in done for n in range(searcher.total_trials))
     if not complete and ctrl_c.pressed:
         reason = STOPPED_BY_CTRL_C
     elif not complete:

@@ -154,7 +154,7 @@ class _SemanticCheck:
 
     def build(self) -> StudySpec:
         m = self.model
-        if not m.parameters:
+        if not m.parameters and m.backend != "autokeras":  # AutoKeras searches its own space
             self.fail(("parameters",), "declare at least one parameter")
         params: dict[str, Parameter] = {}
         for name, raw in m.parameters.items():

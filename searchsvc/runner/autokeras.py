@@ -1,0 +1,88 @@
+"""Runs an ``autokeras`` study: the whole AutoKeras search in one Ray task (with the study's
+per-trial resources, a GPU when given), its trials streamed back through a Ray queue and
+written to the store as each one ends. A resumed study continues AutoKeras's own project
+folder, so finished trials are neither lost nor run again."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+from searchsvc.backends.autokeras import AutoKerasTrial, search
+from searchsvc.errors import ObjectiveError
+from searchsvc.runner.objective import resolve_objective, search_paths_for
+from searchsvc.runner.progress import Progress
+from searchsvc.spec import StudySpec
+from searchsvc.store import TRIAL_COMPLETED, TRIAL_FAILED, Store, StudyRecord, searchsvc_home
+
+
+def run_autokeras(spec: StudySpec, study: StudyRecord, store: Store, progress: Progress,
+                  finished: set[int]) -> bool:
+    """Run the search to its end; True when AutoKeras finished it (all its trials stored)."""
+    import ray
+    from ray.util.queue import Empty, Queue
+
+    folder = Path(study.results_dir or searchsvc_home() / "results" / spec.name).resolve()
+    directory = folder / "autokeras"
+    resume = (directory / "search").exists()
+    queue = Queue()
+    task = ray.remote(num_cpus=spec.resources.cpu, num_gpus=spec.resources.gpu or 0)(_search)
+    ref = task.remote(spec.objective, search_paths_for(study.spec_file),
+                      dict(spec.backend_options), spec.metric, spec.budget.trials,
+                      spec.budget.max_steps, spec.seed, directory, resume, queue)
+    progress.start()
+
+    def drain() -> None:
+        while True:
+            try:
+                trial, node = queue.get_nowait()
+            except Empty:
+                return
+            if trial.number not in finished:
+                _store_trial(spec, study, store, progress, trial, node)
+                finished.add(trial.number)
+
+    try:
+        while not ray.wait([ref], timeout=0.5)[0]:
+            drain()
+        drain()
+        try:
+            best = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:
+            raise ObjectiveError(f"the AutoKeras search failed: {exc.cause!r}") from None
+    except KeyboardInterrupt:
+        ray.cancel(ref, force=True)
+        raise
+    store.update_study(spec.name, provenance={**study.provenance, "best_model": best})
+    return True
+
+
+def _search(objective: str, search_paths: list[str], options: dict[str, Any], metric: str,
+            max_trials: int, epochs: int, seed: int, directory: Path, resume: bool,
+            queue: Any) -> str:
+    """Inside the Ray task: run the search, sending every finished trial to ``queue``."""
+    import ray
+
+    node = f"{socket.gethostname()} node {ray.get_runtime_context().get_node_id()}"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = search(lambda: resolve_objective(objective, search_paths)(), options, metric=metric,
+                  max_trials=max_trials, epochs=epochs, seed=seed, directory=directory,
+                  resume=resume, sink=lambda trial: queue.put((trial, node)))
+    return str(path)
+
+
+def _store_trial(spec: StudySpec, study: StudyRecord, store: Store, progress: Progress,
+                 trial: AutoKerasTrial, node: str) -> None:
+    record = store.start_trial(study.id, number=trial.number, config=trial.config, arm={},
+                               seed=spec.seed, node=node)
+    progress.trial_started(trial.number)
+    rows = [(step, logs.get(spec.metric), logs) for step, logs in enumerate(trial.epochs, 1)]
+    with store.transaction():
+        if rows:
+            store.record_measurements(record.id, record.attempts, spec.mode, rows)
+        store.finish_trial(record.id, TRIAL_COMPLETED if trial.completed else TRIAL_FAILED,
+                           error=trial.error)
+    for _, value, _ in rows:
+        progress.trial_result(trial.number, value)
+    progress.trial_finished(trial.number, TRIAL_COMPLETED if trial.completed else TRIAL_FAILED)
