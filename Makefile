@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # so GPU users keep their CUDA build. Override with e.g. `make TORCH=torch test`.
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test lint install browser clean
+.PHONY: demo test lint install browser postgres clean
 
 install: $(STAMP)
 
@@ -27,7 +27,11 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
-test: $(STAMP) browser
+# The store's tests run against a real PostgreSQL server as well as SQLite.
+postgres:
+	@bash .ci/postgres.sh
+
+test: $(STAMP) browser postgres
 	$(BIN)/ruff check searchsvc objectives tests examples benchmarks
 	$(BIN)/python -m pytest -q
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,34 @@ def ray_local():
              log_to_driver=False)
     yield ray
     ray.shutdown()
+
+
+# The PostgreSQL server the tests use (make test starts one on 127.0.0.1:5432 if none runs).
+POSTGRES_ADMIN_URL = os.environ.get("SEARCHSVC_TEST_POSTGRES",
+                                    "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
+    name = f"searchsvc_test_{os.getpid()}_{next(_databases)}"
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        connection.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(
+            hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+_databases = itertools.count()
 
 
 def pytest_configure(config: pytest.Config) -> None:

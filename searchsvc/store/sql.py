@@ -30,7 +30,26 @@ from searchsvc.store.records import (
     TrialRecord,
     improves,
 )
-from searchsvc.store.schema import Base, EventRow, MeasurementRow, StudyRow, TrialRow
+from searchsvc.store.schema import EventRow, MeasurementRow, StudyRow, TrialRow
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the database's schema to the newest migration. A database created before searchsvc
+    used migrations (tables, no ``alembic_version``) is first stamped with the baseline."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import inspect
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        tables = set(inspect(connection).get_table_names())
+        if "studies" in tables and "alembic_version" not in tables:
+            command.stamp(config, "0001")
+        command.upgrade(config, "head")
 
 
 def searchsvc_home() -> Path:
@@ -66,7 +85,7 @@ class Store:
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._open = threading.local()  # the session of this thread's transaction() block
         try:
-            Base.metadata.create_all(self.engine)
+            migrate(self.engine)
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot open the store at {self._safe_url()}: {exc}") from None
 
