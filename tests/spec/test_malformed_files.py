@@ -39,8 +39,8 @@ CASES: list[tuple[str, str, int | None, str, str, str | None]] = [
      6, "parameters.lr.low", "a log-scale range needs low > 0", "0.0"),
     ("unknown-searcher", HEAD + "searcher: bayes\nbudget: {trials: 4}\n"
      "parameters: {x: {low: 0, high: 1}}\n", 5, "searcher",
-     "unknown searcher (valid: asha, bayesian, bohb, grid, hyperband, nas, pbt, quasi_random, "
-     "random)", "'bayes'"),
+     "unknown searcher (valid: asha, bayesian, bohb, grid, hyperband, keras_tuner, nas, pbt, "
+     "quasi_random, random)", "'bayes'"),
     ("scientific-continuous", HEAD + "parameters:\n  depth: {role: scientific, low: 0.0, "
      "high: 3.0}\n", 6, "parameters.depth", "must take discrete values", None),
     ("when-missing-parameter", HEAD + "parameters:\n  optimizer: {values: [adam, sgd]}\n"
