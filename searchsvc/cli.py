@@ -189,6 +189,36 @@ def report(
         out.print(f"{kind}: {path.resolve()}")
 
 
+tokens = typer.Typer(help="API tokens of the service.", no_args_is_help=True)
+app.add_typer(tokens, name="tokens")
+
+
+@tokens.command("create")
+def tokens_create(user: Annotated[str, typer.Argument(help="The user the token acts as.")],
+                  storage: StorageOpt = None) -> None:
+    """Create an API token for USER and print it (only its hash is stored: keep it)."""
+    sys.stdout.write(_store(storage).create_token(user) + "\n")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
+    storage: StorageOpt = None,
+    allow_objectives: Annotated[str, typer.Option(
+        "--allow-objectives", help="Comma-separated module prefixes submitted studies may "
+        "name as objective.")] = "objectives.",
+) -> None:
+    """Run the REST API (OpenAPI at /docs and /openapi.json)."""
+    import uvicorn
+
+    from searchsvc.service import ServiceConfig, create_app
+
+    prefixes = tuple(p.strip() for p in allow_objectives.split(",") if p.strip())
+    uvicorn.run(create_app(_store(storage), ServiceConfig(allow_objectives=prefixes)),
+                host=host, port=port, log_level="warning")
+
+
 spaces = typer.Typer(help="Study-file helpers.", no_args_is_help=True)
 app.add_typer(spaces, name="spaces")
 

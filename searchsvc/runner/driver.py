@@ -64,8 +64,9 @@ class RunOutcome:
 
 
 def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
-                 overwrite: bool = False) -> StudyRecord:
-    """Record a new study (``overwrite`` deletes an existing one of the same name first)."""
+                 overwrite: bool = False, owner: str | None = None) -> StudyRecord:
+    """Record a new study (``overwrite`` deletes an existing one of the same name first;
+    ``owner``: the service user it belongs to)."""
     searcher = create_searcher(spec)
     resolve_objective(spec.objective, search_paths_for(spec.source.file))
     if overwrite:
@@ -78,7 +79,7 @@ def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
             if not spec.source.file.startswith("<") else spec.source.file,
             total_trials=searcher.total_trials,
             results_dir=str((options.results_root or searchsvc_home() / "results") / spec.name),
-            provenance=provenance.collect(spec.source.file, spec.seed),
+            provenance=provenance.collect(spec.source.file, spec.seed), owner=owner,
         )
     except ConflictError:
         existing = store.get_study(spec.name)

@@ -116,3 +116,4 @@ class StudyRecord:
     driver: Mapping[str, Any] = field(default_factory=dict)
     trial_counts: Mapping[str, int] = field(default_factory=dict)
     best_value: float | None = None
+    owner: str | None = None  # the service user it belongs to (None: made from the CLI)

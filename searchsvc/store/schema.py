@@ -29,6 +29,7 @@ class StudyRow(Base):
     finished_at: Mapped[float | None] = mapped_column(Float)
     provenance: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
     driver: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
+    owner: Mapped[str | None] = mapped_column(String(100), index=True)  # the service's user
 
     trials: Mapped[list[TrialRow]] = relationship(
         back_populates="study", cascade="all, delete-orphan", passive_deletes=True
@@ -92,3 +93,14 @@ class EventRow(Base):
     step: Mapped[int | None] = mapped_column(Integer)
     data: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
     recorded_at: Mapped[float] = mapped_column(Float, nullable=False)
+
+
+class TokenRow(Base):
+    """An API token of the service: only its SHA-256 is kept."""
+
+    __tablename__ = "tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user: Mapped[str] = mapped_column(String(100), nullable=False)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    created_at: Mapped[float] = mapped_column(Float, nullable=False)

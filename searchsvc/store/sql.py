@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
+import secrets
 import threading
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
@@ -30,7 +32,7 @@ from searchsvc.store.records import (
     TrialRecord,
     improves,
 )
-from searchsvc.store.schema import EventRow, MeasurementRow, StudyRow, TrialRow
+from searchsvc.store.schema import EventRow, MeasurementRow, StudyRow, TokenRow, TrialRow
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -50,6 +52,10 @@ def migrate(engine: Engine) -> None:
         if "studies" in tables and "alembic_version" not in tables:
             command.stamp(config, "0001")
         command.upgrade(config, "head")
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def searchsvc_home() -> Path:
@@ -146,13 +152,14 @@ class Store:
 
     def create_study(self, *, name: str, metric: str, mode: str, searcher: str, spec_text: str,
                      spec_file: str, total_trials: int | None, results_dir: str | None,
-                     provenance: Mapping[str, Any]) -> StudyRecord:
-        """Create a study; :class:`ConflictError` if the name is taken."""
+                     provenance: Mapping[str, Any], owner: str | None = None) -> StudyRecord:
+        """Create a study (``owner``: the service user it belongs to); :class:`ConflictError`
+        if the name is taken."""
         row = StudyRow(
             name=name, state=STUDY_CREATED, metric=metric, mode=mode, searcher=searcher,
             spec_text=spec_text, spec_file=spec_file, total_trials=total_trials,
             results_dir=results_dir, created_at=time.time(),
-            provenance=jsonutil.dumps(dict(provenance)), driver="{}",
+            provenance=jsonutil.dumps(dict(provenance)), driver="{}", owner=owner,
         )
         try:
             with self._session() as s:
@@ -166,10 +173,29 @@ class Store:
         with self._session() as s:
             return self._study_record(s, self._study_row(s, name))
 
-    def list_studies(self) -> list[StudyRecord]:
+    def list_studies(self, owner: str | None = None) -> list[StudyRecord]:
+        """Every study, oldest first; only ``owner``'s when given."""
         with self._session() as s:
-            rows = s.scalars(select(StudyRow).order_by(StudyRow.created_at)).all()
-            return [self._study_record(s, r) for r in rows]
+            query = select(StudyRow).order_by(StudyRow.created_at)
+            if owner is not None:
+                query = query.where(StudyRow.owner == owner)
+            return [self._study_record(s, r) for r in s.scalars(query).all()]
+
+    # -- API tokens ----------------------------------------------------------------------------
+
+    def create_token(self, user: str) -> str:
+        """A new API token for ``user``; only its hash is stored, so this is the one chance to
+        read it."""
+        token = secrets.token_urlsafe(32)
+        with self._session() as s:
+            s.add(TokenRow(user=user, token_hash=_token_hash(token), created_at=time.time()))
+        return token
+
+    def user_for_token(self, token: str) -> str | None:
+        """The user ``token`` belongs to, or None for an unknown token."""
+        with self._session() as s:
+            return s.scalar(select(TokenRow.user).where(
+                TokenRow.token_hash == _token_hash(token)))
 
     def update_study(self, name: str, **fields: Any) -> StudyRecord:
         """Set study fields: state, total_trials, results_dir, started_at, finished_at,
@@ -373,7 +399,7 @@ class Store:
             results_dir=row.results_dir, started_at=row.started_at,
             finished_at=row.finished_at, provenance=jsonutil.loads(row.provenance),
             driver=jsonutil.loads(row.driver), trial_counts={k: int(v) for k, v in counts.items()},
-            best_value=best,
+            best_value=best, owner=row.owner,
         )
 
     @staticmethod

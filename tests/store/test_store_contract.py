@@ -185,13 +185,20 @@ def test_concurrent_writers_lose_nothing(store: Store) -> None:
 
 
 def test_a_database_made_before_migrations_is_adopted_not_recreated(tmp_path: Path) -> None:
+    from alembic import command
+    from alembic.config import Config
     from sqlalchemy import create_engine, inspect, text
 
-    from searchsvc.store.schema import Base
+    from searchsvc.store.sql import MIGRATIONS
 
     url = f"sqlite:///{tmp_path / 'old.db'}"
     engine = create_engine(url)
-    Base.metadata.create_all(engine)  # how searchsvc 0.1 created its tables
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:  # the 0.1 schema, made without migrations: no version
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+        connection.execute(text("DROP TABLE alembic_version"))
     with engine.begin() as connection:
         connection.execute(text(
             "INSERT INTO studies (name, state, metric, mode, searcher, spec_text, spec_file, "
@@ -202,4 +209,41 @@ def test_a_database_made_before_migrations_is_adopted_not_recreated(tmp_path: Pa
     with engine.connect() as connection:
         assert "alembic_version" in inspect(connection).get_table_names()
         assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == (
-            "0001")
+            "0002")
+        assert "owner" in {c["name"] for c in inspect(connection).get_columns("studies")}
+
+
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_the_migrations_build_exactly_the_schema_the_code_uses(request, tmp_path: Path,
+                                                               database: str) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    from searchsvc.store.schema import Base
+
+    url = (f"sqlite:///{tmp_path / 'm.db'}" if database == "sqlite"
+           else request.getfixturevalue("postgres_url"))
+    store = Store(url)  # migrates
+    with store.engine.connect() as connection:
+        assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
+    store.close()
+
+
+def test_tokens_are_stored_hashed_and_name_their_user(store: Store) -> None:
+    from sqlalchemy import text
+
+    token = store.create_token("ada")
+    assert store.user_for_token(token) == "ada"
+    assert store.user_for_token(token + "x") is None
+    with store.engine.connect() as connection:
+        stored = connection.execute(text("SELECT token_hash FROM tokens")).scalars().all()
+    assert token not in stored and len(stored) == 1
+
+
+def test_studies_can_be_listed_by_owner(store: Store) -> None:
+    for name, owner in [("a", "ada"), ("b", "bob"), ("c", "ada")]:
+        store.create_study(name=name, metric="loss", mode="min", searcher="random",
+                           spec_text="", spec_file="-", total_trials=1, results_dir=None,
+                           provenance={}, owner=owner)
+    assert [s.name for s in store.list_studies(owner="ada")] == ["a", "c"]
+    assert [s.owner for s in store.list_studies()] == ["ada", "bob", "ada"]

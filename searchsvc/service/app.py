@@ -1,0 +1,140 @@
+"""The REST API (FastAPI; OpenAPI at /openapi.json): create studies from study files, list and
+read them and their trials. Every call but /health needs a bearer token; a user sees only
+their own studies (another user's answers 404, as an unknown one does); a submitted study may
+only name objectives under the server's allowed module prefixes."""
+
+# No `from __future__ import annotations`: FastAPI reads the dependency annotations at run time.
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from searchsvc import __version__
+from searchsvc.errors import ConflictError, NotFoundError, SearchsvcError, SpecError
+from searchsvc.store import Store, StudyRecord, TrialRecord
+
+MAX_BODY_BYTES = 256 * 1024  # a study file is a few KB
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """What a running service is allowed to do."""
+
+    allow_objectives: tuple[str, ...] = ("objectives.",)
+    max_body_bytes: int = MAX_BODY_BYTES
+
+
+def create_app(store: Store, config: ServiceConfig | None = None) -> FastAPI:
+    config = config or ServiceConfig()
+    app = FastAPI(title="searchsvc", version=__version__,
+                  description="Hyperparameter studies on Ray Tune: submit, watch, read.")
+    bearer = HTTPBearer(auto_error=False)
+
+    def user(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+             ) -> str:
+        name = store.user_for_token(credentials.credentials) if credentials else None
+        if name is None:
+            raise HTTPException(401, "a valid bearer token is required",
+                                headers={"WWW-Authenticate": "Bearer"})
+        return name
+
+    User = Annotated[str, Depends(user)]
+
+    def owned(name: str, owner: str) -> StudyRecord:
+        try:
+            study = store.get_study(name)
+        except NotFoundError:
+            study = None
+        if study is None or study.owner != owner:
+            raise HTTPException(404, f"no study named {name!r}")
+        return study
+
+    @app.exception_handler(SearchsvcError)
+    async def _searchsvc_error(request: Request, exc: SearchsvcError) -> JSONResponse:
+        body: dict[str, Any] = {"detail": str(exc)}
+        if isinstance(exc, SpecError):
+            body["errors"] = [i.render() for i in exc.issues]
+        return JSONResponse(body, status_code=exc.http_status)
+
+    @app.get("/health")
+    def health() -> dict[str, str]:
+        return {"status": "ok", "version": __version__}
+
+    @app.post("/studies", status_code=201)
+    async def create(request: Request, owner: User) -> dict[str, Any]:
+        """Create a study from a study file, sent as YAML or JSON. 422 carries exactly the
+        messages of ``searchsvc validate``."""
+        body = await _limited_body(request, config.max_body_bytes)
+        from searchsvc.runner import RunOptions, create_study
+        from searchsvc.validation import validate_text
+
+        spec = validate_text(body, file="<request>")
+        if not _allowed(spec.objective, config.allow_objectives):
+            raise HTTPException(422, f"objective {spec.objective!r} is not allowed: this server "
+                                "runs only objectives under the module prefixes "
+                                f"{', '.join(config.allow_objectives)} (serve "
+                                "--allow-objectives)")
+        try:
+            study = create_study(spec, store, RunOptions(), owner=owner)
+        except ConflictError:
+            raise HTTPException(409, f"a study named {spec.name!r} already exists") from None
+        return _study_json(study)
+
+    @app.get("/studies")
+    def list_studies(owner: User) -> list[dict[str, Any]]:
+        return [_study_json(s) for s in store.list_studies(owner=owner)]
+
+    @app.get("/studies/{name}")
+    def get_study(name: str, owner: User) -> dict[str, Any]:
+        return _study_json(owned(name, owner))
+
+    @app.get("/studies/{name}/trials")
+    def list_trials(name: str, owner: User,
+                    curves: Annotated[bool, Query(description="include every step")] = False,
+                    ) -> list[dict[str, Any]]:
+        owned(name, owner)
+        return [_trial_json(t, curves) for t in store.get_trials(name, measurements=curves)]
+
+    return app
+
+
+async def _limited_body(request: Request, limit: int) -> str:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"request body over {limit} bytes")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise HTTPException(413, f"request body over {limit} bytes")
+    try:
+        return body.decode()
+    except UnicodeDecodeError:
+        raise HTTPException(422, "the study file must be UTF-8 text") from None
+
+
+def _allowed(objective: str, prefixes: Sequence[str]) -> bool:
+    module = objective.partition(":")[0]
+    return any(module.startswith(p) or module == p.rstrip(".") for p in prefixes)
+
+
+def _study_json(s: StudyRecord) -> dict[str, Any]:
+    return {"name": s.name, "state": s.state, "metric": s.metric, "mode": s.mode,
+            "searcher": s.searcher, "total_trials": s.total_trials,
+            "trial_counts": dict(s.trial_counts), "best_value": s.best_value,
+            "created_at": s.created_at, "started_at": s.started_at,
+            "finished_at": s.finished_at}
+
+
+def _trial_json(t: TrialRecord, curves: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "number": t.number, "state": t.state, "config": dict(t.config), "arm": dict(t.arm),
+        "best_value": t.best_value, "best_step": t.best_step, "last_step": t.last_step,
+        "attempts": t.attempts, "error": t.error, "node": t.node}
+    if curves:
+        out["measurements"] = [{"step": m.step, "attempt": m.attempt, "value": m.value,
+                                "metrics": dict(m.metrics)} for m in t.measurements]
+    return out

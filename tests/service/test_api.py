@@ -1,0 +1,103 @@
+"""The REST API's contract: auth, isolation between users, validation messages, limits."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from searchsvc.service import ServiceConfig, create_app
+from searchsvc.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = (ROOT / "spaces" / "quickstart.yaml").read_text()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+
+
+@pytest.fixture
+def client(store: Store) -> TestClient:
+    return TestClient(create_app(store, ServiceConfig(allow_objectives=("objectives.",),
+                                                      max_body_bytes=20_000)))
+
+
+def auth(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_health_needs_no_token_but_everything_else_does(client: TestClient) -> None:
+    assert client.get("/health").json()["status"] == "ok"
+    for method, path in [("get", "/studies"), ("get", "/studies/x"), ("post", "/studies"),
+                         ("get", "/studies/x/trials")]:
+        response = getattr(client, method)(path)
+        assert response.status_code == 401, (method, path)
+    assert client.get("/studies", headers=auth("not-a-token")).status_code == 401
+
+
+def test_a_user_creates_lists_and_reads_a_study(client: TestClient, store: Store) -> None:
+    token = store.create_token("ada")
+    created = client.post("/studies", content=SPEC, headers=auth(token))
+    assert created.status_code == 201, created.text
+    assert created.json()["name"] == "quickstart" and created.json()["state"] == "created"
+    assert [s["name"] for s in client.get("/studies", headers=auth(token)).json()] == [
+        "quickstart"]
+    assert client.get("/studies/quickstart", headers=auth(token)).json()["searcher"]
+    assert client.get("/studies/quickstart/trials", headers=auth(token)).json() == []
+    again = client.post("/studies", content=SPEC, headers=auth(token))
+    assert again.status_code == 409 and "already exists" in again.json()["detail"]
+
+
+def test_another_users_study_is_not_found(client: TestClient, store: Store) -> None:
+    ada, bob = store.create_token("ada"), store.create_token("bob")
+    assert client.post("/studies", content=SPEC, headers=auth(ada)).status_code == 201
+    for path in ["/studies/quickstart", "/studies/quickstart/trials"]:
+        assert client.get(path, headers=auth(bob)).status_code == 404
+    assert client.get("/studies", headers=auth(bob)).json() == []
+    assert client.get("/studies/nope", headers=auth(ada)).status_code == 404
+
+
+def test_an_invalid_study_file_gets_exactly_the_messages_validate_prints(
+        client: TestClient, store: Store, tmp_path: Path) -> None:
+    bad = SPEC.replace("mode: min", "mode: minimum")
+    response = client.post("/studies", content=bad, headers=auth(store.create_token("ada")))
+    assert response.status_code == 422
+    path = tmp_path / "bad.yaml"
+    path.write_text(bad)
+    validate = subprocess.run([sys.executable, "-m", "searchsvc.cli", "validate", str(path)],
+                              capture_output=True, text=True, cwd=ROOT)
+    printed = [line.replace(str(path), "<request>") for line in validate.stderr.splitlines()]
+    assert response.json()["errors"] == printed and printed
+
+
+def test_objectives_outside_the_allowed_prefixes_are_refused(client: TestClient,
+                                                             store: Store) -> None:
+    spec = SPEC.replace("objective: objectives.", "objective: os.")
+    response = client.post("/studies", content=spec, headers=auth(store.create_token("ada")))
+    assert response.status_code == 422
+    assert "not allowed" in response.json()["detail"] and "objectives." in (
+        response.json()["detail"])
+    assert store.list_studies() == []  # nothing imported, nothing created
+
+
+def test_oversized_bodies_are_refused(client: TestClient, store: Store) -> None:
+    big = SPEC + "#" * 30_000
+    response = client.post("/studies", content=big, headers=auth(store.create_token("ada")))
+    assert response.status_code == 413
+
+
+@pytest.mark.parametrize("path", ["/studies/..%2F..%2Fetc%2Fpasswd", "/studies/../../etc/passwd",
+                                  "/studies/%2e%2e/trials"])
+def test_path_traversal_attempts_find_nothing(client: TestClient, store: Store,
+                                              path: str) -> None:
+    assert client.get(path, headers=auth(store.create_token("ada"))).status_code == 404
+
+
+def test_the_openapi_document_is_published(client: TestClient) -> None:
+    paths = client.get("/openapi.json").json()["paths"]
+    assert {"/health", "/studies", "/studies/{name}", "/studies/{name}/trials"} <= set(paths)
