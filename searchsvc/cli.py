@@ -208,14 +208,24 @@ def serve(
     allow_objectives: Annotated[str, typer.Option(
         "--allow-objectives", help="Comma-separated module prefixes submitted studies may "
         "name as objective.")] = "objectives.",
+    address: AddressOpt = None,
+    max_running: Annotated[int, typer.Option(help="Studies run at once.")] = 1,
+    num_cpus: Annotated[int | None, typer.Option(
+        "--num-cpus", help="CPUs of each study's embedded Ray (without --address).")] = None,
 ) -> None:
-    """Run the REST API (OpenAPI at /docs and /openapi.json)."""
+    """Run the REST API (OpenAPI at /docs and /openapi.json) and the studies submitted to it,
+    each in its own driver process, on the Ray cluster at --address (else embedded Ray)."""
     import uvicorn
 
     from searchsvc.service import ServiceConfig, create_app
+    from searchsvc.service.scheduler import StudyScheduler
+    from searchsvc.store import searchsvc_home
 
+    store = _store(storage)
     prefixes = tuple(p.strip() for p in allow_objectives.split(",") if p.strip())
-    uvicorn.run(create_app(_store(storage), ServiceConfig(allow_objectives=prefixes)),
+    scheduler = StudyScheduler(store, address=address, max_running=max_running,
+                               num_cpus=num_cpus, logs=searchsvc_home() / "service-logs")
+    uvicorn.run(create_app(store, ServiceConfig(allow_objectives=prefixes), scheduler),
                 host=host, port=port, log_level="warning")
 
 

@@ -4,7 +4,8 @@ their own studies (another user's answers 404, as an unknown one does); a submit
 only name objectives under the server's allowed module prefixes."""
 
 # No `from __future__ import annotations`: FastAPI reads the dependency annotations at run time.
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from searchsvc import __version__
 from searchsvc.errors import ConflictError, NotFoundError, SearchsvcError, SpecError
+from searchsvc.service.scheduler import StudyScheduler
 from searchsvc.store import Store, StudyRecord, TrialRecord
 
 MAX_BODY_BYTES = 256 * 1024  # a study file is a few KB
@@ -27,9 +29,20 @@ class ServiceConfig:
     max_body_bytes: int = MAX_BODY_BYTES
 
 
-def create_app(store: Store, config: ServiceConfig | None = None) -> FastAPI:
+def create_app(store: Store, config: ServiceConfig | None = None,
+               scheduler: StudyScheduler | None = None) -> FastAPI:
+    """The API on ``store``; with a ``scheduler``, submitted studies also run."""
     config = config or ServiceConfig()
-    app = FastAPI(title="searchsvc", version=__version__,
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if scheduler is not None:
+            scheduler.start()
+        yield
+        if scheduler is not None:
+            scheduler.stop()
+
+    app = FastAPI(title="searchsvc", version=__version__, lifespan=lifespan,
                   description="Hyperparameter studies on Ray Tune: submit, watch, read.")
     bearer = HTTPBearer(auto_error=False)
 
@@ -97,6 +110,28 @@ def create_app(store: Store, config: ServiceConfig | None = None) -> FastAPI:
                     ) -> list[dict[str, Any]]:
         owned(name, owner)
         return [_trial_json(t, curves) for t in store.get_trials(name, measurements=curves)]
+
+    @app.post("/studies/{name}/cancel")
+    def cancel(name: str, owner: User) -> dict[str, Any]:
+        """Stop a queued or running study (running trials are marked interrupted)."""
+        owned(name, owner)
+        _scheduler().cancel(name)
+        return _study_json(store.get_study(name))
+
+    @app.post("/studies/{name}/resume")
+    def resume(name: str, owner: User) -> dict[str, Any]:
+        """Queue a stopped study again: its unfinished trials run, finished ones are kept."""
+        study = owned(name, owner)
+        if study.state not in ("interrupted",):
+            raise HTTPException(409, f"study {name!r} is {study.state}; only an interrupted "
+                                "study can be resumed")
+        _scheduler().requeue(name)
+        return _study_json(store.get_study(name))
+
+    def _scheduler() -> StudyScheduler:
+        if scheduler is None:
+            raise HTTPException(503, "this server does not run studies")
+        return scheduler
 
     return app
 

@@ -1,0 +1,107 @@
+"""Runs the service's studies: each in its own ``searchsvc resume`` process (its own Ray driver,
+so studies never share Tune's state and a crash takes one study down, not the service), at most
+``max_running`` at a time, oldest first. A study left ``running`` by a driver that died (the
+service or its machine was killed) is resumed; cancel stops a study like Ctrl-C does."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from searchsvc.store import STUDY_CREATED, STUDY_INTERRUPTED, STUDY_RUNNING, Store, StudyRecord
+
+
+class StudyScheduler:
+    def __init__(self, store: Store, *, address: str | None = None, max_running: int = 1,
+                 num_cpus: int | None = None, logs: Path | None = None, poll_s: float = 0.5):
+        self.store, self.address, self.max_running = store, address, max_running
+        self.num_cpus, self.logs, self.poll_s = num_cpus, logs, poll_s
+        self.running: dict[str, subprocess.Popen] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="study-scheduler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop scheduling; running studies go on in their own processes."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def cancel(self, name: str) -> None:
+        """Stop study ``name``: a queued one never starts, a running one stops as on Ctrl-C
+        (its running trials are marked interrupted; it can be resumed)."""
+        with self._lock:
+            process = self.running.get(name)
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGINT)
+                return
+            study = self.store.get_study(name)
+            if study.state in (STUDY_CREATED, STUDY_RUNNING):
+                self.store.update_study(name, state=STUDY_INTERRUPTED, driver={})
+
+    def requeue(self, name: str) -> None:
+        """Queue a stopped study to run its unfinished trials."""
+        with self._lock:
+            self.store.update_study(name, state=STUDY_CREATED)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception:  # a store hiccup must not end scheduling; try again next tick
+                logging.getLogger(__name__).exception("scheduling failed; retrying")
+            self._stop.wait(self.poll_s)
+
+    def tick(self) -> None:
+        with self._lock:
+            for name, process in list(self.running.items()):
+                if process.poll() is not None:
+                    del self.running[name]
+            for study in self.store.list_studies():
+                if len(self.running) >= self.max_running:
+                    return
+                if study.owner is not None and study.name not in self.running and (
+                        study.state == STUDY_CREATED
+                        or (study.state == STUDY_RUNNING and not _driver_alive(study))):
+                    self.running[study.name] = self._launch(study.name)
+
+    def _launch(self, name: str) -> subprocess.Popen:
+        command = [sys.executable, "-m", "searchsvc.cli", "resume", name,
+                   "--storage", self.store.url]
+        if self.address:
+            command += ["--address", self.address]
+        if self.num_cpus:
+            command += ["--num-cpus", str(self.num_cpus)]
+        log = subprocess.DEVNULL
+        if self.logs is not None:
+            self.logs.mkdir(parents=True, exist_ok=True)
+            log = (self.logs / f"{name}.log").open("a")  # type: ignore[assignment]
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+
+def _driver_alive(study: StudyRecord) -> bool:
+    """Whether the process driving ``study`` still runs (True when it is on another host: that
+    host's service is in charge of it)."""
+    driver = study.driver or {}
+    if not driver:
+        return False  # running with no driver on record: nobody drives it
+    if driver.get("host") != socket.gethostname():
+        return True
+    try:
+        os.kill(int(driver["pid"]), 0)
+    except (ProcessLookupError, ValueError, TypeError, KeyError):
+        return False
+    except PermissionError:
+        return True
+    return True

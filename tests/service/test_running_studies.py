@@ -1,0 +1,146 @@
+"""The service runs what users submit: a study submitted over HTTP runs to completion, cancel
+stops it, and a service killed outright (with its drivers) resumes its studies on restart with
+every trial accounted for once. Real processes: `searchsvc serve` and its study drivers."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from searchsvc.store import TRIAL_COMPLETED, Store
+from tests.runner.loopback import free_port
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+SPEC = """
+study: {name}
+objective: objectives.synthetic:playbook
+metric: val_loss
+mode: min
+searcher: quasi_random
+budget: {{trials: {trials}, max_concurrent: 2, max_steps: 6}}
+parameters:
+  depth: {{role: scientific, values: [1, 2]}}
+  learning_rate: {{role: nuisance, low: 1.0e-4, high: 1.0e-1, scale: log}}
+  weight_decay: {{role: nuisance, low: 1.0e-6, high: 1.0e-2, scale: log}}
+"""
+
+
+class Service:
+    """`searchsvc serve` in its own process group, and a tiny HTTP client for it."""
+
+    def __init__(self, tmp: Path):
+        self.url_db = f"sqlite:///{tmp / 'service.db'}"
+        self.home, self.port = tmp / "home", free_port()
+        self.store = Store(self.url_db)
+        self.token = self.store.create_token("ada")
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "SEARCHSVC_HOME": str(self.home), "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "searchsvc.cli", "serve", "--port", str(self.port),
+             "--storage", self.url_db, "--num-cpus", "2"], cwd=ROOT, env=env,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                self.call("GET", "/health")
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError("the service did not start")
+
+    def call(self, method: str, path: str, body: str | None = None) -> dict:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", method=method,
+            data=body.encode() if body is not None else None,
+            headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    def wait_for(self, name: str, state: str, timeout: float = 240) -> dict:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            study = self.call("GET", f"/studies/{name}")
+            if study["state"] == state:
+                return study
+            time.sleep(0.5)
+        raise AssertionError(f"{name} did not become {state}: {study}")
+
+    def kill(self) -> None:
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.kill()
+
+
+@pytest.fixture
+def service(tmp_path: Path):
+    s = Service(tmp_path)
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+        for study in s.store.list_studies():  # no driver outlives the test
+            pid = (study.driver or {}).get("pid")
+            if pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(int(pid), signal.SIGKILL)
+
+
+def test_a_submitted_study_runs_to_completion(service: Service) -> None:
+    service.call("POST", "/studies", SPEC.format(name="served", trials=6))
+    study = service.wait_for("served", "completed")
+    assert study["trial_counts"] == {"completed": 6}
+    trials = service.call("GET", "/studies/served/trials?curves=true")
+    assert all(len(t["measurements"]) == 6 for t in trials)
+
+
+def test_cancel_stops_a_running_study_and_resume_finishes_it(service: Service) -> None:
+    service.call("POST", "/studies", SPEC.format(name="long", trials=400))
+    deadline = time.time() + 120
+    while service.call("GET", "/studies/long")["trial_counts"].get("completed", 0) < 4:
+        assert time.time() < deadline
+        time.sleep(0.3)
+    service.call("POST", "/studies/long/cancel")
+    stopped = service.wait_for("long", "interrupted", timeout=60)
+    assert 4 <= stopped["trial_counts"].get("completed", 0) < 400
+
+
+def test_a_killed_service_resumes_its_studies_with_every_trial_once(service: Service) -> None:
+    service.call("POST", "/studies", SPEC.format(name="survivor", trials=60))
+    deadline = time.time() + 120
+    while service.call("GET", "/studies/survivor")["trial_counts"].get("completed", 0) < 6:
+        assert time.time() < deadline
+        time.sleep(0.3)
+    driver = service.store.get_study("survivor").driver
+    service.kill()  # the service, then its driver and that driver's Ray: a lost machine
+    os.killpg(int(driver["pid"]), signal.SIGKILL)
+    before = {t.number: t for t in service.store.get_trials("survivor")
+              if t.state == TRIAL_COMPLETED}
+    assert 6 <= len(before) < 60
+
+    service.start()
+    service.wait_for("survivor", "completed")
+    after = {t.number: t for t in service.store.get_trials("survivor", measurements=True)}
+    assert sorted(after) == list(range(60))
+    assert all(t.state == TRIAL_COMPLETED for t in after.values())
+    for number, old in before.items():  # finished before the kill: kept, not run again
+        assert (after[number].attempts, after[number].finished_at) == (1, old.finished_at)
+    for t in after.values():
+        assert [m.step for m in t.measurements if m.attempt == t.attempts] == list(range(1, 7))
