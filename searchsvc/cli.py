@@ -33,6 +33,10 @@ StorageOpt = Annotated[str | None, typer.Option(
 AddressOpt = Annotated[str | None, typer.Option(
     "--address", help="Attach to a Ray cluster: auto | host:port | ray://host:10001 "
     "(default: start an embedded Ray).")]
+ServerOpt = Annotated[str | None, typer.Option(
+    "--server", envvar="SEARCHSVC_SERVER", help="URL of a searchsvc server.")]
+TokenOpt = Annotated[str | None, typer.Option(
+    "--token", envvar="SEARCHSVC_TOKEN", help="API token for the server.")]
 ResultsOpt = Annotated[Path | None, typer.Option(
     "--results", help="Folder for results (default: $SEARCHSVC_HOME/results).")]
 
@@ -177,16 +181,58 @@ def report(
         "--top-fraction", help="Share of each arm's best trials the boundary checks examine "
         "(at least 3 trials).")] = 0.2,
     storage: StorageOpt = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Write a study's report: analysis (boundaries, isolation, curves, importance, next
-    study) as html, md and json, plus trials.csv and next_study.yaml."""
+    study) as html, md and json, plus trials.csv and next_study.yaml. With --server, download
+    the report of a study on that server instead."""
     from searchsvc.report import write_report
 
-    files = write_report(_store(storage), study, out_dir,
-                         [f.strip() for f in fmt.split(",") if f.strip()],
-                         top_fraction=top_fraction)
+    formats = [f.strip() for f in fmt.split(",") if f.strip()]
+    if server:
+        client = _client(server, token)
+        folder = out_dir or Path(f"{study}-report")
+        for kind in [*formats, "csv"]:
+            out.print(f"{kind}: {client.report(study, kind, folder).resolve()}")
+        return
+    files = write_report(_store(storage), study, out_dir, formats, top_fraction=top_fraction)
     for kind, path in files.files.items():
         out.print(f"{kind}: {path.resolve()}")
+
+
+def _client(server: str | None, token: str | None):  # -> ServiceClient
+    from searchsvc.client import ServiceClient
+
+    return ServiceClient(server or "", token)
+
+
+def _print_remote(study: dict) -> None:
+    counts = ", ".join(f"{n} {k}" for k, n in study["trial_counts"].items()) or "no trials yet"
+    best = "" if study["best_value"] is None else f" · best {study['metric']} " \
+        f"{study['best_value']:.6g}"
+    out.print(f"{study['name']}: {study['state']} · {counts} of {study['total_trials']}{best}")
+
+
+@app.command()
+def submit(spec: Annotated[Path, typer.Argument(help="Study file to submit.")],
+           server: ServerOpt = None, token: TokenOpt = None) -> None:
+    """Submit a study file to a searchsvc server, which runs it."""
+    _print_remote(_client(server, token).submit(spec.read_text()))
+
+
+@app.command()
+def status(study: Annotated[str, typer.Argument()], server: ServerOpt = None,
+           token: TokenOpt = None) -> None:
+    """Show a study on a searchsvc server."""
+    _print_remote(_client(server, token).study(study))
+
+
+@app.command()
+def cancel(study: Annotated[str, typer.Argument()], server: ServerOpt = None,
+           token: TokenOpt = None) -> None:
+    """Stop a study on a searchsvc server (it can be resumed)."""
+    _print_remote(_client(server, token).cancel(study))
 
 
 tokens = typer.Typer(help="API tokens of the service.", no_args_is_help=True)

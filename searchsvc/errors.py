@@ -91,3 +91,10 @@ class StoreError(SearchsvcError):
 
     exit_code = 7
     http_status = 503
+
+
+class ServiceError(SearchsvcError):
+    """A searchsvc server refused a request or could not be reached."""
+
+    exit_code = 8
+    http_status = 502

@@ -7,10 +7,10 @@ only name objectives under the server's allowed module prefixes."""
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import FileResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from searchsvc import __version__
@@ -110,6 +110,18 @@ def create_app(store: Store, config: ServiceConfig | None = None,
                     ) -> list[dict[str, Any]]:
         owned(name, owner)
         return [_trial_json(t, curves) for t in store.get_trials(name, measurements=curves)]
+
+    @app.get("/studies/{name}/report")
+    def report(name: str, owner: User,
+               format: Annotated[Literal["html", "md", "json", "csv"], Query()] = "html",
+               ) -> FileResponse:
+        """The study's report (written now from the store): html, md, json, or csv (trials)."""
+        owned(name, owner)
+        from searchsvc.report import write_report
+
+        files = write_report(store, name, formats=[] if format == "csv" else [format])
+        path = files.files[format]
+        return FileResponse(path, filename=path.name)
 
     @app.post("/studies/{name}/cancel")
     def cancel(name: str, owner: User) -> dict[str, Any]:

@@ -101,3 +101,21 @@ def test_path_traversal_attempts_find_nothing(client: TestClient, store: Store,
 def test_the_openapi_document_is_published(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/health", "/studies", "/studies/{name}", "/studies/{name}/trials"} <= set(paths)
+
+
+def test_report_formats_are_a_closed_list_and_other_users_reports_are_hidden(
+        client: TestClient, store: Store) -> None:
+    ada, bob = store.create_token("ada"), store.create_token("bob")
+    assert client.post("/studies", content=SPEC, headers=auth(ada)).status_code == 201
+    bad = client.get("/studies/quickstart/report?format=../../etc/passwd", headers=auth(ada))
+    assert bad.status_code == 422
+    assert client.get("/studies/quickstart/report", headers=auth(bob)).status_code == 404
+    report = client.get("/studies/quickstart/report?format=json", headers=auth(ada))
+    assert report.status_code == 200 and report.json()["study"] == "quickstart"
+
+
+def test_a_server_without_a_scheduler_says_it_runs_nothing(client: TestClient,
+                                                           store: Store) -> None:
+    token = store.create_token("ada")
+    assert client.post("/studies", content=SPEC, headers=auth(token)).status_code == 201
+    assert client.post("/studies/quickstart/cancel", headers=auth(token)).status_code == 503

@@ -103,12 +103,33 @@ def service(tmp_path: Path):
                     os.killpg(int(pid), signal.SIGKILL)
 
 
-def test_a_submitted_study_runs_to_completion(service: Service) -> None:
-    service.call("POST", "/studies", SPEC.format(name="served", trials=6))
+def test_a_study_submitted_with_the_cli_runs_and_its_report_downloads(service: Service,
+                                                                        tmp_path: Path) -> None:
+    spec = tmp_path / "served.yaml"
+    spec.write_text(SPEC.format(name="served", trials=6))
+    env = {**os.environ, "SEARCHSVC_SERVER": f"http://127.0.0.1:{service.port}",
+           "SEARCHSVC_TOKEN": service.token}
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "searchsvc.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+    submitted = cli("submit", str(spec))
+    assert submitted.returncode == 0 and "served: created" in submitted.stdout, submitted
     study = service.wait_for("served", "completed")
     assert study["trial_counts"] == {"completed": 6}
+    assert "served: completed · 6 completed of 6" in cli("status", "served").stdout
     trials = service.call("GET", "/studies/served/trials?curves=true")
     assert all(len(t["measurements"]) == 6 for t in trials)
+    downloaded = cli("report", "served", "--out", str(tmp_path / "report"))
+    assert downloaded.returncode == 0, downloaded.stderr
+    html = (tmp_path / "report" / "report.html").read_text()
+    assert '<section id="isolation">' in html and "served" in html
+    assert (tmp_path / "report" / "trials.csv").read_text().count("\n") == 7
+    again = cli("submit", str(spec))
+    assert again.returncode == 4 and "already exists" in again.stderr
+    other = cli("status", "nope")
+    assert other.returncode == 3
 
 
 def test_cancel_stops_a_running_study_and_resume_finishes_it(service: Service) -> None:
