@@ -7,10 +7,10 @@ backend its training and validation split.
 
 from __future__ import annotations
 
-import functools
-
 import keras
 import numpy as np
+
+from objectives.digits_data import standardised_split
 
 
 def build(hp):
@@ -29,15 +29,6 @@ def build(hp):
     return model
 
 
-@functools.lru_cache(maxsize=1)
 def load_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Standardised digits, split 80/20 with a fixed seed (the PyTorch objective's split)."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    x, y = load_digits(return_X_y=True)
-    x_train, x_val, y_train, y_val = train_test_split(
-        x.astype(np.float32), y, test_size=0.2, random_state=0, stratify=y)
-    mean, std = x_train.mean(0), x_train.std(0)
-    std = np.where(std > 1e-3, std, 1.0)
-    return (x_train - mean) / std, y_train, (x_val - mean) / std, y_val
+    """The digits split the PyTorch objective uses (objectives/digits_data.py)."""
+    return standardised_split()

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import torch
 from torch import nn
 
+from objectives.digits_data import standardised_split
 from searchsvc import sdk
 
 _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
@@ -24,19 +24,10 @@ _ACTIVATIONS = {"relu": nn.ReLU, "tanh": nn.Tanh, "gelu": nn.GELU}
 
 @functools.lru_cache(maxsize=1)
 def load_data() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Standardised digits, split 80/20 with a fixed seed; loaded once per worker process."""
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-
-    x, y = load_digits(return_X_y=True)
-    x_train, x_val, y_train, y_val = train_test_split(
-        x.astype(np.float32), y, test_size=0.2, random_state=0, stratify=y)
-    # Border pixels that are always 0 in the training split keep unit scale: dividing by their
-    # ~0 std would blow the rare non-zero validation pixel up to ~1e6.
-    mean, std = x_train.mean(0), x_train.std(0)
-    std = np.where(std > 1e-3, std, 1.0)
-    return (torch.from_numpy((x_train - mean) / std), torch.from_numpy(y_train).long(),
-            torch.from_numpy((x_val - mean) / std), torch.from_numpy(y_val).long())
+    """The digits split as tensors; loaded once per worker process."""
+    x_train, y_train, x_val, y_val = standardised_split()
+    return (torch.from_numpy(x_train), torch.from_numpy(y_train).long(),
+            torch.from_numpy(x_val), torch.from_numpy(y_val).long())
 
 
 def build_model(config: dict, n_in: int = 64, n_out: int = 10) -> nn.Module:

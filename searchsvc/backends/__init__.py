@@ -9,14 +9,12 @@ validates its own ``backend_options``. Keras is imported only when a Keras backe
 
 from __future__ import annotations
 
-from pydantic import ValidationError
-
 from searchsvc.backends.autokeras import AutoKerasBackend
 from searchsvc.backends.base import Backend, RayBackend
 from searchsvc.backends.keras import KerasTunerBackend
 from searchsvc.errors import SpecIssue
 from searchsvc.spec import StudySpec
-from searchsvc.spec.validate import issue_from_pydantic
+from searchsvc.spec.validate import options_issues
 
 _REGISTRY: dict[str, type[Backend]] = {
     cls.name: cls for cls in (RayBackend, KerasTunerBackend, AutoKerasBackend)}
@@ -40,12 +38,8 @@ def check_backend(spec: StudySpec) -> list[SpecIssue]:
         return [spec.source.issue(("backend",), f"unknown or unavailable backend (valid: "
                                   f"{', '.join(backend_names())})", spec.backend)]
     cls = _REGISTRY[spec.backend]
-    try:
-        cls.Options.model_validate(dict(spec.backend_options))
-    except ValidationError as exc:
-        return [issue_from_pydantic(e, spec.source, prefix=("backend_options",),
-                                    model=cls.Options) for e in exc.errors()]
-    return cls.check(spec)
+    return (options_issues(cls.Options, spec.backend_options, spec.source, "backend_options")
+            or cls.check(spec))
 
 
 __all__ = ["Backend", "backend_class", "backend_names", "check_backend"]

@@ -39,7 +39,11 @@ class Backend(ABC):
         return []
 
     def objective(self) -> Any:
-        return resolve_objective(self.objective_ref, self.search_paths)
+        return self.resolve(self.objective_ref)
+
+    def resolve(self, ref: str) -> Any:
+        """The callable ``ref`` ("module:callable") names, on the study's import path."""
+        return resolve_objective(ref, self.search_paths)
 
     @abstractmethod
     def run(self, config: dict[str, Any]) -> None: ...

@@ -41,18 +41,13 @@ class KerasTunerBackend(Backend):
         hp.values.update(config)
         model = hypermodel.build(hp)
         check_values(hp, config)
-        fit_kwargs = _fit_data(self.objective_from(opts.data)())
+        fit_kwargs = _fit_data(self.resolve(opts.data)())
         fit_kwargs.update(opts.fit_options)
         if opts.batch_size is not None:
             fit_kwargs.setdefault("batch_size", opts.batch_size)
         fit_kwargs.update(epochs=self.max_steps or fit_kwargs.get("epochs", 10), verbose=0,
                           callbacks=[*fit_kwargs.get("callbacks", []), _epoch_reporter()])
         hypermodel.fit(hp, model, **fit_kwargs)
-
-    def objective_from(self, ref: str) -> Any:
-        from searchsvc.runner.objective import resolve_objective
-
-        return resolve_objective(ref, self.search_paths)
 
 
 def _as_hypermodel(obj: Any) -> Any:

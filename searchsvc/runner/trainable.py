@@ -1,5 +1,5 @@
-"""The function Ray runs for every trial: sets the trial's context and seeds, imports the
-objective on the worker, calls it, and reports a returned value as the final result."""
+"""The function Ray runs for every trial: sets the trial's context and seeds, and hands the
+config to the study's backend on the worker (which imports the objective and reports)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,6 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
         backend.run(user_config)
     finally:
         set_current(None)
-
 
 
 def is_finite_number(value: Any) -> bool:

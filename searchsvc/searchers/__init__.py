@@ -6,7 +6,7 @@ pydantic model if it takes ``searcher_options``), and :func:`register` it.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from searchsvc.errors import SpecError, SpecIssue
 from searchsvc.searchers.base import NoOptions, Observation, Proposal, Searcher
@@ -19,7 +19,7 @@ from searchsvc.searchers.schedule import HyperbandSchedule, PopulationSchedule, 
 from searchsvc.searchers.simple import GridSearcher, QuasiRandomSearcher, RandomSearcher
 from searchsvc.searchers.space import Arm, scientific_arms
 from searchsvc.spec import StudySpec
-from searchsvc.spec.validate import issue_from_pydantic
+from searchsvc.spec.validate import options_issues
 
 _REGISTRY: dict[str, type[Searcher]] = {}
 
@@ -54,13 +54,8 @@ def check_spec(spec: StudySpec) -> list[SpecIssue]:
         return [spec.source.issue(("searcher",), f"unknown searcher (valid: "
                                   f"{', '.join(searcher_names())})", spec.searcher)]
     cls = _REGISTRY[spec.searcher]
-    try:
-        cls.Options.model_validate(dict(spec.searcher_options))
-    except ValidationError as exc:
-        return [issue_from_pydantic(e, spec.source, prefix=("searcher_options",),
-                                    model=cls.Options)
-                for e in exc.errors()]
-    return cls.check(spec)
+    return (options_issues(cls.Options, spec.searcher_options, spec.source, "searcher_options")
+            or cls.check(spec))
 
 
 def create_searcher(spec: StudySpec) -> Searcher:

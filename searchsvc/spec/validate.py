@@ -107,6 +107,18 @@ _TYPE_MESSAGES = {
 }
 
 
+def options_issues(model: type[BaseModel], options: Mapping[str, Any], source: SpecSource,
+                   field: str) -> list[SpecIssue]:
+    """The problems of ``options`` (the study file's ``field``, e.g. searcher_options) against
+    the pydantic ``model`` of the searcher or backend that reads them."""
+    try:
+        model.model_validate(dict(options))
+    except ValidationError as exc:
+        return [issue_from_pydantic(e, source, prefix=(field,), model=model)
+                for e in exc.errors()]
+    return []
+
+
 def issue_from_pydantic(err: Mapping[str, Any], source: SpecSource,
                         prefix: tuple[str | int, ...] = (),
                         model: type[BaseModel] | None = None) -> SpecIssue:

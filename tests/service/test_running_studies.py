@@ -78,6 +78,12 @@ class Service:
             time.sleep(0.5)
         raise AssertionError(f"{name} did not become {state}: {study}")
 
+    def wait_for_completed_trials(self, name: str, count: int, timeout: float = 120) -> None:
+        deadline = time.time() + timeout
+        while self.call("GET", f"/studies/{name}")["trial_counts"].get("completed", 0) < count:
+            assert time.time() < deadline, f"{name} did not complete {count} trials in time"
+            time.sleep(0.3)
+
     def kill(self) -> None:
         assert self.process is not None
         os.killpg(self.process.pid, signal.SIGKILL)
@@ -132,23 +138,22 @@ def test_a_study_submitted_with_the_cli_runs_and_its_report_downloads(service: S
     assert other.returncode == 3
 
 
-def test_cancel_stops_a_running_study_and_resume_finishes_it(service: Service) -> None:
+def test_cancel_stops_a_running_study_and_resume_runs_it_again(service: Service) -> None:
     service.call("POST", "/studies", SPEC.format(name="long", trials=400))
-    deadline = time.time() + 120
-    while service.call("GET", "/studies/long")["trial_counts"].get("completed", 0) < 4:
-        assert time.time() < deadline
-        time.sleep(0.3)
+    service.wait_for_completed_trials("long", 4)
     service.call("POST", "/studies/long/cancel")
     stopped = service.wait_for("long", "interrupted", timeout=60)
-    assert 4 <= stopped["trial_counts"].get("completed", 0) < 400
+    done = stopped["trial_counts"].get("completed", 0)
+    assert 4 <= done < 400
+    assert service.call("POST", "/studies/long/resume")["state"] in ("created", "running")
+    service.wait_for_completed_trials("long", done + 2)  # a new driver picked it up
+    service.call("POST", "/studies/long/cancel")
+    service.wait_for("long", "interrupted", timeout=60)
 
 
 def test_a_killed_service_resumes_its_studies_with_every_trial_once(service: Service) -> None:
     service.call("POST", "/studies", SPEC.format(name="survivor", trials=60))
-    deadline = time.time() + 120
-    while service.call("GET", "/studies/survivor")["trial_counts"].get("completed", 0) < 6:
-        assert time.time() < deadline
-        time.sleep(0.3)
+    service.wait_for_completed_trials("survivor", 6)
     driver = service.store.get_study("survivor").driver
     service.kill()  # the service, then its driver and that driver's Ray: a lost machine
     os.killpg(int(driver["pid"]), signal.SIGKILL)
