@@ -44,6 +44,7 @@ class _Running:
     trial_id: int
     number: int
     attempt: int
+    trial: Any = None  # Ray Tune's trial object
     reported_metric: bool = False
     non_finite_step: int | None = None
     best: float | None = None
@@ -86,7 +87,6 @@ class StoreCallback(PicklesDetached, tune.Callback):
         self.trial_timeout_s = trial_timeout_s
         self.running: dict[str, _Running] = {}
         self.unwritten_since: float | None = None  # oldest result not yet in the store
-        self.trials: dict[str, Any] = {}  # Tune's trial objects of the running trials
         self.node_ids: dict[str, str | None] = {}  # actor id -> Ray node id
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
@@ -98,8 +98,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
             self.study.id, number=int(meta["number"]), config=config,
             arm=meta.get("arm") or {}, seed=int(meta.get("seed", 0)),
         )
-        self.running[trial.trial_id] = _Running(record.id, record.number, record.attempts)
-        self.trials[trial.trial_id] = trial
+        self.running[trial.trial_id] = _Running(record.id, record.number, record.attempts, trial)
         self.progress.trial_started(record.number)
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
@@ -151,17 +150,17 @@ class StoreCallback(PicklesDetached, tune.Callback):
                                 data={"error": error[-2000:], "failures": state.failures,
                                       "timed_out": state.timed_out})
         state.retried, state.timed_out, state.started = True, False, time.monotonic()
-        self.node_ids.clear()  # the retry may land on another node
+        state.node_recorded = False  # the retry may land on another node: record it again
 
     def _stop_overdue_trials(self) -> None:
         """Kill the actor of each trial running longer than ``trial_timeout_s``: Ray Tune then
         handles it as a failed trial (retried up to ``max_failures``)."""
         import ray
 
-        for trial_id, state in self.running.items():
+        for state in self.running.values():
             if state.timed_out or time.monotonic() - state.started < self.trial_timeout_s:
                 continue
-            actor = getattr(self.trials[trial_id].temporary_state, "ray_actor", None)
+            actor = getattr(state.trial.temporary_state, "ray_actor", None)
             if actor is not None:
                 state.timed_out = True
                 ray.kill(actor)
@@ -276,10 +275,8 @@ class StoreCallback(PicklesDetached, tune.Callback):
         for state in self.running.values():
             self.progress.trial_finished(state.number, TRIAL_INTERRUPTED)
         self.running.clear()
-        self.trials.clear()
 
     def _finish(self, trial: Any, state: _Running, outcome: str, error: str | None) -> None:
-        self.trials.pop(trial.trial_id, None)
         with self.store.transaction():  # its last results and its end, together
             self._write(state)
             self.store.finish_trial(state.trial_id, outcome, error=error,

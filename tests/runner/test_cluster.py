@@ -192,3 +192,5 @@ def test_a_worker_node_lost_mid_study_costs_no_trial(small_cluster: LoopbackClus
     survivors = {t.measurements[-1].metrics["node"] for t in trials
                  if t.number in {e.trial_number for e in retried}}
     assert len(survivors) == 1  # they finished on the node that was left
+    for t in trials:  # the store names the node each trial finished on, retried ones included
+        assert t.node.endswith(f"node {t.measurements[-1].metrics['node']}"), t
