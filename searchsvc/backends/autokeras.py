@@ -75,8 +75,11 @@ def search(objective: Callable[[], Any], options: Mapping[str, Any], *, metric: 
     """Run the AutoKeras search; hand every trial to ``sink`` as it ends; export the best
     model to ``directory / "best_model.keras"`` and return that path."""
     import autokeras as ak
+    import keras
 
     opts = AutoKerasOptions.model_validate(dict(options))
+    # KerasTuner's seed only drives the choice of hyperparameters; the weights need their own
+    keras.utils.set_random_seed(seed)
     data = objective()
     x, y, fit_extra, graph = _task_data(opts, data)
     common = {"max_trials": max_trials, "directory": str(directory), "project_name": "search",
