@@ -223,9 +223,25 @@ def submit(spec: Annotated[Path, typer.Argument(help="Study file to submit.")],
 
 @app.command()
 def status(study: Annotated[str, typer.Argument()], server: ServerOpt = None,
-           token: TokenOpt = None) -> None:
+           token: TokenOpt = None,
+           wait: Annotated[bool, typer.Option(
+               "--wait", help="Poll until the study has finished, printing each change; exit "
+               "0 if it completed, 1 if it failed or was interrupted.")] = False,
+           every: Annotated[float, typer.Option(help="Seconds between polls (--wait).")] = 2.0,
+           ) -> None:
     """Show a study on a searchsvc server."""
-    _print_remote(_client(server, token).study(study))
+    client = _client(server, token)
+    shown = client.study(study)
+    _print_remote(shown)
+    while wait and shown["state"] in ("created", "running"):
+        time.sleep(every)
+        now = client.study(study)
+        if (now["state"], now["trial_counts"], now["best_value"]) != (
+                shown["state"], shown["trial_counts"], shown["best_value"]):
+            _print_remote(now)
+        shown = now
+    if wait and shown["state"] != "completed":
+        raise typer.Exit(1)
 
 
 @app.command()

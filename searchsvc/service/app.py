@@ -14,8 +14,11 @@ from fastapi.responses import FileResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from searchsvc import __version__
-from searchsvc.errors import ConflictError, NotFoundError, SearchsvcError, SpecError
+from searchsvc.errors import ConflictError, SearchsvcError, SpecError
+from searchsvc.service.access import ServiceStudies
 from searchsvc.service.scheduler import StudyScheduler
+from searchsvc.service.ui import SignInRequired, sign_in_redirect, ui_router
+from searchsvc.spec import json_schema
 from searchsvc.store import Store, StudyRecord, TrialRecord
 
 MAX_BODY_BYTES = 256 * 1024  # a study file is a few KB
@@ -56,14 +59,10 @@ def create_app(store: Store, config: ServiceConfig | None = None,
 
     User = Annotated[str, Depends(user)]
 
-    def owned(name: str, owner: str) -> StudyRecord:
-        try:
-            study = store.get_study(name)
-        except NotFoundError:
-            study = None
-        if study is None or study.owner != owner:
-            raise HTTPException(404, f"no study named {name!r}")
-        return study
+    studies = ServiceStudies(store, scheduler)
+    owned = studies.owned
+    app.include_router(ui_router(studies))
+    app.add_exception_handler(SignInRequired, sign_in_redirect)  # type: ignore[arg-type]
 
     @app.exception_handler(SearchsvcError)
     async def _searchsvc_error(request: Request, exc: SearchsvcError) -> JSONResponse:
@@ -76,7 +75,10 @@ def create_app(store: Store, config: ServiceConfig | None = None,
     def health() -> dict[str, str]:
         return {"status": "ok", "version": __version__}
 
-    @app.post("/studies", status_code=201)
+    # The handler reads the raw body, so FastAPI cannot describe it: declared here, clients
+    # and the OpenAPI fuzz test (tests/service/test_openapi_fuzz.py) see what to send.
+    @app.post("/studies", status_code=201,
+              openapi_extra={"requestBody": _study_file_body()})
     async def create(request: Request, owner: User) -> dict[str, Any]:
         """Create a study from a study file, sent as YAML or JSON. 422 carries exactly the
         messages of ``searchsvc validate``."""
@@ -117,33 +119,17 @@ def create_app(store: Store, config: ServiceConfig | None = None,
                ) -> FileResponse:
         """The study's report (written now from the store): html, md, json, or csv (trials)."""
         owned(name, owner)
-        from searchsvc.report import write_report
-
-        files = write_report(store, name, formats=[] if format == "csv" else [format])
-        path = files.files[format]
-        return FileResponse(path, filename=path.name)
+        return studies.report_response(name, format)
 
     @app.post("/studies/{name}/cancel")
     def cancel(name: str, owner: User) -> dict[str, Any]:
         """Stop a queued or running study (running trials are marked interrupted)."""
-        owned(name, owner)
-        _scheduler().cancel(name)
-        return _study_json(store.get_study(name))
+        return _study_json(studies.cancel(name, owner))
 
     @app.post("/studies/{name}/resume")
     def resume(name: str, owner: User) -> dict[str, Any]:
         """Queue a stopped study again: its unfinished trials run, finished ones are kept."""
-        study = owned(name, owner)
-        if study.state not in ("interrupted",):
-            raise HTTPException(409, f"study {name!r} is {study.state}; only an interrupted "
-                                "study can be resumed")
-        _scheduler().requeue(name)
-        return _study_json(store.get_study(name))
-
-    def _scheduler() -> StudyScheduler:
-        if scheduler is None:
-            raise HTTPException(503, "this server does not run studies")
-        return scheduler
+        return _study_json(studies.resume(name, owner))
 
     return app
 
@@ -161,6 +147,32 @@ async def _limited_body(request: Request, limit: int) -> str:
         return body.decode()
     except UnicodeDecodeError:
         raise HTTPException(422, "the study file must be UTF-8 text") from None
+
+
+def _study_file_body() -> dict[str, Any]:
+    """The OpenAPI request body of POST /studies: one study file (the JSON Schema that
+    ``searchsvc schema`` prints), as YAML or JSON."""
+    schema = json_schema()
+    schema.pop("$schema", None)
+    # Inlined: its "#/$defs/..." references would resolve against the OpenAPI document.
+    schema = _inline_refs(schema, schema.pop("$defs", {}))
+    return {"required": True, "description": "A study file, as `searchsvc validate` reads it.",
+            "content": {media: {"schema": schema}
+                        for media in ("application/yaml", "application/json")}}
+
+
+def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
+    """``node`` with every ``{"$ref": "#/$defs/NAME", ...}`` replaced by ``defs[NAME]`` (merged
+    with the reference's other keys); the study file's models are not recursive."""
+    if isinstance(node, list):
+        return [_inline_refs(item, defs) for item in node]
+    if not isinstance(node, dict):
+        return node
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        return _inline_refs({**defs[ref.removeprefix("#/$defs/")], **rest}, defs)
+    return {key: _inline_refs(value, defs) for key, value in node.items()}
 
 
 def _allowed(objective: str, prefixes: Sequence[str]) -> bool:

@@ -4,9 +4,7 @@ look at (tests/report/screenshots/ when SEARCHSVC_SCREENSHOTS is set, else the t
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,9 +13,9 @@ from searchsvc.report import write_report
 from searchsvc.store import EVENT_EXPLOIT, EVENT_STOPPED_EARLY, Store
 from tests.analysis.planted import planted_study
 from tests.analysis.test_planted_truth import divergence_curve
+from tests.browser import launch, screenshot_dir, watched_page
 
 pytestmark = pytest.mark.slow
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 SPEC = """
     study: browser
@@ -35,12 +33,6 @@ SPEC = """
 """
 
 
-def launch(playwright):
-    assert CHROMIUM, "Debian's chromium is not installed (make test installs it)"
-    return playwright.chromium.launch(
-        executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
-
-
 def test_report_html_renders_every_plot_without_console_errors(tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -55,14 +47,11 @@ def test_report_html_renders_every_plot_without_console_errors(tmp_path: Path) -
     # Self-contained: no script or stylesheet is loaded from anywhere.
     assert not re.search(r"<(script|link)[^>]*(src|href)=", html.read_text())
 
-    shots = Path(os.environ.get("SEARCHSVC_SCREENSHOTS") or tmp_path)
-    shots.mkdir(parents=True, exist_ok=True)
+    shots = screenshot_dir(tmp_path)
     with sync_playwright() as p:
         browser = launch(p)
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
         errors: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page = watched_page(browser, errors)
         page.route("http*://**", lambda route: route.abort())  # offline: any fetch fails
         page.goto(html.as_uri())
         page.wait_for_load_state("networkidle")

@@ -4,109 +4,25 @@ every trial accounted for once. Real processes: `searchsvc serve` and its study 
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from searchsvc.store import TRIAL_COMPLETED, Store
-from tests.runner.loopback import free_port
+from searchsvc.store import TRIAL_COMPLETED
+from tests.service.served import SPEC, Service, running_service
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[2]
-
-SPEC = """
-study: {name}
-objective: objectives.synthetic:playbook
-metric: val_loss
-mode: min
-searcher: quasi_random
-budget: {{trials: {trials}, max_concurrent: 2, max_steps: 6}}
-parameters:
-  depth: {{role: scientific, values: [1, 2]}}
-  learning_rate: {{role: nuisance, low: 1.0e-4, high: 1.0e-1, scale: log}}
-  weight_decay: {{role: nuisance, low: 1.0e-6, high: 1.0e-2, scale: log}}
-"""
-
-
-class Service:
-    """`searchsvc serve` in its own process group, and a tiny HTTP client for it."""
-
-    def __init__(self, tmp: Path):
-        self.url_db = f"sqlite:///{tmp / 'service.db'}"
-        self.home, self.port = tmp / "home", free_port()
-        self.store = Store(self.url_db)
-        self.token = self.store.create_token("ada")
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        env = {**os.environ, "SEARCHSVC_HOME": str(self.home), "PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "searchsvc.cli", "serve", "--port", str(self.port),
-             "--storage", self.url_db, "--num-cpus", "2"], cwd=ROOT, env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                self.call("GET", "/health")
-                return
-            except OSError:
-                time.sleep(0.3)
-        raise RuntimeError("the service did not start")
-
-    def call(self, method: str, path: str, body: str | None = None) -> dict:
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}", method=method,
-            data=body.encode() if body is not None else None,
-            headers={"Authorization": f"Bearer {self.token}"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
-
-    def wait_for(self, name: str, state: str, timeout: float = 240) -> dict:
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            study = self.call("GET", f"/studies/{name}")
-            if study["state"] == state:
-                return study
-            time.sleep(0.5)
-        raise AssertionError(f"{name} did not become {state}: {study}")
-
-    def wait_for_completed_trials(self, name: str, count: int, timeout: float = 120) -> None:
-        deadline = time.time() + timeout
-        while self.call("GET", f"/studies/{name}")["trial_counts"].get("completed", 0) < count:
-            assert time.time() < deadline, f"{name} did not complete {count} trials in time"
-            time.sleep(0.3)
-
-    def kill(self) -> None:
-        assert self.process is not None
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.kill()
 
 
 @pytest.fixture
-def service(tmp_path: Path):
-    s = Service(tmp_path)
-    s.start()
-    try:
+def service(tmp_path: Path) -> Iterator[Service]:
+    with running_service(tmp_path) as s:
         yield s
-    finally:
-        s.stop()
-        for study in s.store.list_studies():  # no driver outlives the test
-            pid = (study.driver or {}).get("pid")
-            if pid:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(int(pid), signal.SIGKILL)
 
 
 def test_a_study_submitted_with_the_cli_runs_and_its_report_downloads(service: Service,

@@ -1,0 +1,65 @@
+"""What the API and the web UI both do to a user's studies, with the same rules: a study that
+is not the user's is answered as unknown (404), reports come in a closed list of formats, and
+cancel/resume need a server that runs studies (503 otherwise)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fastapi import HTTPException
+from fastapi.responses import FileResponse
+
+from searchsvc.errors import NotFoundError
+from searchsvc.service.scheduler import StudyScheduler
+from searchsvc.store import STUDY_INTERRUPTED, Store, StudyRecord
+
+REPORT_FORMATS = ("html", "md", "json", "csv")
+
+
+@dataclass
+class ServiceStudies:
+    store: Store
+    scheduler: StudyScheduler | None = None
+
+    @property
+    def runs_studies(self) -> bool:
+        return self.scheduler is not None
+
+    def owned(self, name: str, owner: str) -> StudyRecord:
+        """Study ``name`` if ``owner`` owns it; 404 whether it is another user's or none."""
+        try:
+            study = self.store.get_study(name)
+        except NotFoundError:
+            study = None
+        if study is None or study.owner != owner:
+            raise HTTPException(404, f"no study named {name!r}")
+        return study
+
+    def report_response(self, name: str, format: str, *, inline: bool = False
+                        ) -> FileResponse:
+        """The study's report in ``format`` (one of REPORT_FORMATS), written now: a download,
+        or with ``inline`` a page the browser shows."""
+        from searchsvc.report import write_report
+
+        files = write_report(self.store, name, formats=[] if format == "csv" else [format])
+        path = files.files[format]
+        return FileResponse(path, filename=path.name,
+                            content_disposition_type="inline" if inline else "attachment")
+
+    def cancel(self, name: str, owner: str) -> StudyRecord:
+        self.owned(name, owner)
+        self._scheduler().cancel(name)
+        return self.store.get_study(name)
+
+    def resume(self, name: str, owner: str) -> StudyRecord:
+        study = self.owned(name, owner)
+        if study.state != STUDY_INTERRUPTED:
+            raise HTTPException(409, f"study {name!r} is {study.state}; only an interrupted "
+                                "study can be resumed")
+        self._scheduler().requeue(name)
+        return self.store.get_study(name)
+
+    def _scheduler(self) -> StudyScheduler:
+        if self.scheduler is None:
+            raise HTTPException(503, "this server does not run studies")
+        return self.scheduler

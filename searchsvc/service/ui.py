@@ -1,0 +1,282 @@
+"""The web UI: server-rendered pages (Jinja2, no front-end build) over the same store and rules
+as the REST API. A user signs in with their API token, which is kept in an HttpOnly,
+SameSite=Strict cookie (so another site can neither read it nor post forms with it); an
+``Authorization: Bearer`` header works too. Pages: the user's studies with live progress, a
+study with its trials and a progress plot, and its report."""
+
+# No `from __future__ import annotations`: FastAPI reads the dependency annotations at run time.
+import math
+import time
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Annotated, Any
+from urllib.parse import parse_qs, quote
+
+from fastapi import APIRouter, Depends, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from searchsvc import __version__
+from searchsvc.service.access import ServiceStudies
+from searchsvc.store import (
+    FINISHED_TRIAL_STATES,
+    STUDY_CREATED,
+    STUDY_INTERRUPTED,
+    STUDY_RUNNING,
+    StudyRecord,
+    TrialRecord,
+    improves,
+)
+
+COOKIE = "searchsvc_token"
+REFRESH_S = 5  # how often a page with a live study reloads itself
+MAX_ERROR_CHARS = 160  # a trial's error in the table; the report has it whole
+LIVE_STATES = (STUDY_CREATED, STUDY_RUNNING)
+MISSING = "\N{EN DASH}"  # an empty cell
+
+
+class SignInRequired(Exception):
+    """Raised by a page that needs a user when the request carries no valid token."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+
+def _environment() -> Environment:
+    env = Environment(loader=PackageLoader("searchsvc.service", "templates"),
+                      autoescape=select_autoescape(["html"]), trim_blocks=True,
+                      lstrip_blocks=True)
+    env.filters["when"] = _when
+    env.filters["duration"] = _duration
+    env.filters["number"] = _number
+    env.filters["url"] = lambda s: quote(str(s), safe="")
+    env.globals["version"] = __version__
+    return env
+
+
+def ui_router(studies: ServiceStudies) -> APIRouter:
+    """The UI's pages, mounted under /ui (and / redirects there)."""
+    router = APIRouter(include_in_schema=False)
+    templates = _environment()
+
+    def page(name: str, request: Request, status_code: int = 200, **context: Any
+             ) -> HTMLResponse:
+        html = templates.get_template(name).render(request=request, **context)
+        return HTMLResponse(html, status_code=status_code,
+                            headers={"Cache-Control": "no-store",
+                                     "X-Frame-Options": "DENY",
+                                     "Content-Security-Policy": _CSP})
+
+    def viewer(request: Request) -> str:
+        token = request.cookies.get(COOKIE) or _bearer(request)
+        user = studies.store.user_for_token(token) if token else None
+        if user is None:
+            raise SignInRequired(request.url.path)
+        return user
+
+    Viewer = Annotated[str, Depends(viewer)]
+
+    @router.get("/")
+    def root() -> RedirectResponse:
+        return RedirectResponse("/ui", status_code=303)
+
+    @router.get("/favicon.ico")
+    def favicon() -> Response:
+        return Response(_FAVICON, media_type="image/svg+xml",
+                        headers={"Cache-Control": "public, max-age=86400"})
+
+    @router.get("/ui/login")
+    def login_form(request: Request, next: str = "/ui") -> HTMLResponse:
+        return page("login.html", request, next=_local(next), error=None)
+
+    @router.post("/ui/login")
+    async def login(request: Request) -> Response:
+        form = parse_qs((await request.body())[:4096].decode(errors="replace"))
+        token = (form.get("token") or [""])[0].strip()
+        target = _local((form.get("next") or ["/ui"])[0])
+        if not token or studies.store.user_for_token(token) is None:
+            return page("login.html", request, status_code=401, next=target,
+                        error="That token is not valid. Create one with "
+                              "`searchsvc tokens create NAME` on the server.")
+        response = RedirectResponse(target, status_code=303)
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/",
+                            secure=request.url.scheme == "https", max_age=30 * 86400)
+        return response
+
+    @router.post("/ui/logout")
+    def logout() -> RedirectResponse:
+        response = RedirectResponse("/ui/login", status_code=303)
+        response.delete_cookie(COOKIE, path="/")
+        return response
+
+    @router.get("/ui")
+    def study_list(request: Request, user: Viewer) -> HTMLResponse:
+        rows = [_study_view(s) for s in studies.store.list_studies(owner=user)]
+        rows.sort(key=lambda r: r["created_at"] or 0, reverse=True)
+        live = any(r["state"] in LIVE_STATES for r in rows)
+        return page("studies.html", request, user=user, studies=rows,
+                    refresh=REFRESH_S if live else None)
+
+    @router.get("/ui/studies/{name}")
+    def study_page(name: str, request: Request, user: Viewer) -> HTMLResponse:
+        study = studies.owned(name, user)
+        trials = studies.store.get_trials(name)
+        view = _study_view(study)
+        return page("study.html", request, user=user, study=view,
+                    parameters=_parameter_names(trials), trials=_trial_rows(study, trials),
+                    plot=_progress_plot(study, trials),
+                    refresh=REFRESH_S if view["state"] in LIVE_STATES else None,
+                    can_cancel=view["state"] in LIVE_STATES and studies.runs_studies,
+                    can_resume=view["state"] == STUDY_INTERRUPTED and studies.runs_studies)
+
+    @router.get("/ui/studies/{name}/report")
+    def report(name: str, user: Viewer, format: str = "html") -> Response:
+        studies.owned(name, user)
+        if format not in ("html", "md", "json", "csv"):
+            raise HTTPException(404, f"no report format {format!r}")
+        return studies.report_response(name, format, inline=format == "html")
+
+    @router.post("/ui/studies/{name}/cancel")
+    def cancel(name: str, user: Viewer) -> RedirectResponse:
+        studies.cancel(name, user)
+        return RedirectResponse(f"/ui/studies/{quote(name, safe='')}", status_code=303)
+
+    @router.post("/ui/studies/{name}/resume")
+    def resume(name: str, user: Viewer) -> RedirectResponse:
+        studies.resume(name, user)
+        return RedirectResponse(f"/ui/studies/{quote(name, safe='')}", status_code=303)
+
+    @router.get("/ui/static/plotly.min.js")
+    def plotly_js() -> Response:
+        from plotly.offline import get_plotlyjs
+
+        return Response(get_plotlyjs(), media_type="application/javascript",
+                        headers={"Cache-Control": "public, max-age=86400"})
+
+    return router
+
+
+def sign_in_redirect(_: Request, exc: SignInRequired) -> RedirectResponse:
+    """The exception handler that sends a signed-out visitor to the sign-in page."""
+    return RedirectResponse(f"/ui/login?next={quote(exc.path)}", status_code=303)
+
+
+_FAVICON = ('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+            '<rect width="16" height="16" rx="3" fill="#16324f"/>'
+            '<path d="M3 12 L6 7 L9 9 L13 3" stroke="#8fd" stroke-width="2" fill="none"/></svg>')
+# Scripts only from this server (plotly.js) plus the inline figure call; no framing.
+_CSP = ("default-src 'self'; script-src 'self' 'unsafe-inline' 'unsafe-eval'; "
+        "style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'")
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+def _local(target: str) -> str:
+    """``target`` if it is a path on this server's UI, else /ui: the sign-in form's ``next``
+    must not send anyone to another site."""
+    return target if target.startswith("/ui") and "//" not in target else "/ui"
+
+
+def _study_view(s: StudyRecord) -> dict[str, Any]:
+    counts = dict(s.trial_counts)
+    finished = sum(n for state, n in counts.items() if state in FINISHED_TRIAL_STATES)
+    total = max(s.total_trials or 0, finished)
+    return {"name": s.name, "state": s.state, "metric": s.metric, "mode": s.mode,
+            "searcher": s.searcher, "finished": finished, "total": total,
+            "running": counts.get("running", 0), "counts": counts,
+            "percent": round(100 * finished / total) if total else 0,
+            "best": s.best_value, "created_at": s.created_at, "started_at": s.started_at,
+            "finished_at": s.finished_at,
+            "elapsed": ((s.finished_at or time.time()) - s.started_at) if s.started_at
+            else None}
+
+
+def _parameter_names(trials: Sequence[TrialRecord]) -> list[str]:
+    names: dict[str, None] = {}
+    for t in trials:
+        names.update(dict.fromkeys(t.config))
+    return list(names)
+
+
+def _trial_rows(study: StudyRecord, trials: Sequence[TrialRecord]) -> list[dict[str, Any]]:
+    best = None
+    for t in trials:
+        if improves(t.best_value, best, study.mode):
+            best = t.best_value
+    rows = []
+    for t in sorted(trials, key=lambda t: t.number):
+        error = t.error or ""
+        rows.append({"number": t.number, "state": t.state, "config": dict(t.config),
+                     "value": t.best_value, "best_step": t.best_step, "last_step": t.last_step,
+                     "attempts": t.attempts, "node": _short_node(t.node), "full_node": t.node,
+                     "is_best": best is not None and t.best_value == best,
+                     "error": error if len(error) <= MAX_ERROR_CHARS
+                     else error[:MAX_ERROR_CHARS] + "…", "full_error": error})
+    return rows
+
+
+def _short_node(node: str | None) -> str:
+    """"host (ip) node <56 hex digits>" as "host (ip) · <8 digits>": enough to tell nodes
+    apart in a table (the whole id is the cell's tooltip)."""
+    if not node:
+        return ""
+    where, _, node_id = node.partition(" node ")
+    return f"{where} · {node_id[:8]}" if node_id else where
+
+
+def _progress_plot(study: StudyRecord, trials: Sequence[TrialRecord]) -> str | None:
+    """A Plotly div: each finished trial's best metric in the order trials finished, and the
+    best so far; None before any trial has a value."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    done = sorted((t for t in trials if t.finished_at is not None and t.best_value is not None
+                   and math.isfinite(t.best_value)), key=lambda t: t.finished_at or 0)
+    if not done:
+        return None
+    order = list(range(1, len(done) + 1))
+    best_so_far: list[float] = []
+    for t in done:
+        value = float(t.best_value)  # type: ignore[arg-type]
+        previous = best_so_far[-1] if best_so_far else None
+        best_so_far.append(value if improves(value, previous, study.mode) else previous)  # type: ignore[arg-type]
+    fig = go.Figure()
+    fig.add_scatter(x=order, y=[t.best_value for t in done], mode="markers", name="trial",
+                    text=[f"trial {t.number} ({t.state})" for t in done],
+                    marker=dict(size=6, color="#8aa4c8"))
+    fig.add_scatter(x=order, y=best_so_far, mode="lines", name="best so far",
+                    line=dict(color="#1f5fa8", width=2, shape="hv"))
+    fig.update_layout(template="plotly_white", height=300, margin=dict(l=60, r=20, t=30, b=40),
+                      xaxis_title="trials finished", yaxis_title=study.metric,
+                      legend=dict(orientation="h", y=1.12))
+    return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id="progress-plot",
+                       config={"displaylogo": False})
+
+
+def _when(timestamp: float | None) -> str:
+    if not timestamp:
+        return MISSING
+    return datetime.fromtimestamp(timestamp, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return MISSING
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return MISSING
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int) or not math.isfinite(value):
+        return str(value)
+    return f"{value:.4g}"
+

@@ -1,0 +1,109 @@
+"""A real `searchsvc serve` process on a free loopback port, for the tests that need one."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from searchsvc.store import Store
+from tests.runner.loopback import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SPEC = """
+study: {name}
+objective: objectives.synthetic:playbook
+metric: val_loss
+mode: min
+searcher: quasi_random
+budget: {{trials: {trials}, max_concurrent: 2, max_steps: 6}}
+parameters:
+  depth: {{role: scientific, values: [1, 2]}}
+  learning_rate: {{role: nuisance, low: 1.0e-4, high: 1.0e-1, scale: log}}
+  weight_decay: {{role: nuisance, low: 1.0e-6, high: 1.0e-2, scale: log}}
+"""
+
+
+class Service:
+    """`searchsvc serve` in its own process group, and a tiny HTTP client for it."""
+
+    def __init__(self, tmp: Path, storage: str | None = None):
+        self.url_db = storage or f"sqlite:///{tmp / 'service.db'}"
+        self.home, self.port = tmp / "home", free_port()
+        self.log = tmp / "service.log"  # read it when a test fails
+        self.store = Store(self.url_db)
+        self.token = self.store.create_token("ada")
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        env = {**os.environ, "SEARCHSVC_HOME": str(self.home), "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "searchsvc.cli", "serve", "--port", str(self.port),
+             "--storage", self.url_db, "--num-cpus", "2"], cwd=ROOT, env=env,
+            stdout=self.log.open("a"), stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                self.call("GET", "/health")
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError("the service did not start")
+
+    def call(self, method: str, path: str, body: str | None = None) -> dict:
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}", method=method,
+            data=body.encode() if body is not None else None,
+            headers={"Authorization": f"Bearer {self.token}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    def wait_for(self, name: str, state: str, timeout: float = 240) -> dict:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            study = self.call("GET", f"/studies/{name}")
+            if study["state"] == state:
+                return study
+            time.sleep(0.5)
+        raise AssertionError(f"{name} did not become {state}: {study}")
+
+    def wait_for_completed_trials(self, name: str, count: int, timeout: float = 120) -> None:
+        deadline = time.time() + timeout
+        while self.call("GET", f"/studies/{name}")["trial_counts"].get("completed", 0) < count:
+            assert time.time() < deadline, f"{name} did not complete {count} trials in time"
+            time.sleep(0.3)
+
+    def kill(self) -> None:
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.kill()
+
+
+@contextlib.contextmanager
+def running_service(tmp: Path, storage: str | None = None) -> Iterator[Service]:
+    """A started service on ``storage`` (default: SQLite in ``tmp``); it and every study
+    driver it launched are killed afterwards."""
+    s = Service(tmp, storage)
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+        for study in s.store.list_studies():  # no driver outlives the test
+            pid = (study.driver or {}).get("pid")
+            if pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(int(pid), signal.SIGKILL)
+        s.store.close()
