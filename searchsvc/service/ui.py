@@ -9,7 +9,7 @@ import math
 import time
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -31,6 +31,7 @@ from searchsvc.store import (
 COOKIE = "searchsvc_token"
 REFRESH_S = 5  # how often a page with a live study reloads itself
 MAX_ERROR_CHARS = 160  # a trial's error in the table; the report has it whole
+MAX_TRIAL_ROWS = 500  # a study page stays light; trials.csv has every trial
 LIVE_STATES = (STUDY_CREATED, STUDY_RUNNING)
 MISSING = "\N{EN DASH}"  # an empty cell
 
@@ -118,12 +119,15 @@ def ui_router(studies: ServiceStudies) -> APIRouter:
                     refresh=REFRESH_S if live else None)
 
     @router.get("/ui/studies/{name}")
-    def study_page(name: str, request: Request, user: Viewer) -> HTMLResponse:
+    def study_page(name: str, request: Request, user: Viewer,
+                   sort: Literal["number", "best"] = "number") -> HTMLResponse:
         study = studies.owned(name, user)
         trials = studies.store.get_trials(name)
         view = _study_view(study)
-        return page("study.html", request, user=user, study=view,
-                    parameters=_parameter_names(trials), trials=_trial_rows(study, trials),
+        rows = _trial_rows(study, trials, sort)
+        return page("study.html", request, user=user, study=view, sort=sort,
+                    parameters=_parameter_names(trials), trials=rows[:MAX_TRIAL_ROWS],
+                    hidden_trials=max(0, len(rows) - MAX_TRIAL_ROWS),
                     plot=_progress_plot(study, trials),
                     refresh=REFRESH_S if view["state"] in LIVE_STATES else None,
                     can_cancel=view["state"] in LIVE_STATES and studies.runs_studies,
@@ -201,13 +205,24 @@ def _parameter_names(trials: Sequence[TrialRecord]) -> list[str]:
     return list(names)
 
 
-def _trial_rows(study: StudyRecord, trials: Sequence[TrialRecord]) -> list[dict[str, Any]]:
+def _trial_rows(study: StudyRecord, trials: Sequence[TrialRecord], sort: str
+                ) -> list[dict[str, Any]]:
+    """Table rows, newest first (``sort="number"``) or best first (``"best"``; trials with no
+    value last)."""
     best = None
     for t in trials:
         if improves(t.best_value, best, study.mode):
             best = t.best_value
+    sign = 1 if study.mode == "min" else -1
+    if sort == "best":
+        ordered = sorted(trials, key=lambda t: (
+            t.best_value is None or not math.isfinite(t.best_value),
+            sign * t.best_value if t.best_value is not None and math.isfinite(t.best_value)
+            else 0.0, t.number))
+    else:
+        ordered = sorted(trials, key=lambda t: -t.number)
     rows = []
-    for t in sorted(trials, key=lambda t: t.number):
+    for t in ordered:
         error = t.error or ""
         rows.append({"number": t.number, "state": t.state, "config": dict(t.config),
                      "value": t.best_value, "best_step": t.best_step, "last_step": t.last_step,

@@ -128,3 +128,20 @@ def test_sign_out_clears_the_cookie(client: TestClient, store: Store) -> None:
     signed_in(client, store.create_token("ada"))
     response = client.post("/ui/logout")
     assert response.status_code == 303 and f'{COOKIE}=""' in response.headers["set-cookie"]
+
+
+def test_trials_sort_newest_or_best_first_and_long_tables_are_cut(
+        client: TestClient, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from searchsvc.service import ui
+
+    token = store.create_token("ada")
+    with_trials(client, store, token)  # trial 0: 0.25; trial 1: failed, no value
+    newest = client.get("/ui/studies/quickstart", headers=auth(token)).text
+    assert newest.index('data-trial="1"') < newest.index('data-trial="0"')
+    best = client.get("/ui/studies/quickstart?sort=best", headers=auth(token)).text
+    assert best.index('data-trial="0"') < best.index('data-trial="1"')
+    assert client.get("/ui/studies/quickstart?sort=evil", headers=auth(token)).status_code == 422
+
+    monkeypatch.setattr(ui, "MAX_TRIAL_ROWS", 1)
+    cut = client.get("/ui/studies/quickstart?sort=best", headers=auth(token)).text
+    assert cut.count("data-trial=") == 1 and "1 more trials are not shown" in cut
