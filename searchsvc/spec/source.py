@@ -18,6 +18,7 @@ from searchsvc.errors import SpecError, SpecIssue
 MAX_FILE_BYTES = 1 << 20  # a study file is hand-written; anything this big is a mistake
 MAX_NODES = 100_000  # bounds alias expansion ("billion laughs") and absurdly large files
 MAX_DEPTH = 50
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 Path = tuple[str | int, ...]
 
@@ -88,7 +89,24 @@ class _Converter:
             return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):
             return [self.convert(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
-        return self.loader.construct_object(node, deep=True)
+        value = self.loader.construct_object(node, deep=True)
+        if isinstance(value, str):
+            value = self._text(value, path, node.start_mark.line + 1)
+        return value
+
+    def _text(self, value: str, path: Path, line: int) -> str:
+        """``value`` as Unicode text. YAML's ``\\u`` escapes give UTF-16 halves one by one, so
+        JSON's escaped pairs ("\\ud83d\\ude00") are joined here; a half left alone is no
+        character (nothing could store or print it): an issue, and U+FFFD in its place."""
+        if not _SURROGATE.search(value):
+            return value
+        joined = value.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        lone = _SURROGATE.search(joined)
+        if lone is None:
+            return joined
+        self.issue(path, line, f"not valid Unicode: \\u{ord(lone.group()):04x} is half of a "
+                   "UTF-16 surrogate pair, and its other half is missing")
+        return _SURROGATE.sub("\ufffd", joined)
 
     def _mapping(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[str, Any]:
         self.loader.flatten_mapping(node)  # applies YAML merge keys ("<<")
@@ -100,8 +118,7 @@ class _Converter:
                 self.issue(path, line, "keys must be plain names, not lists or mappings")
                 continue
             key = self.loader.construct_object(key_node)
-            if not isinstance(key, str):
-                key = str(key)
+            key = self._text(key, path, line) if isinstance(key, str) else str(key)
             if key in result:
                 self.issue(
                     (*path, key), line, f"duplicate key (first defined on line {first_line[key]})"
@@ -153,7 +170,11 @@ def read_yaml(text: str | bytes, file: str = "<spec>") -> tuple[Any, SpecSource,
     if not text.strip():
         raise fail("file is empty: a study file needs at least study, objective, metric, "
                    "mode and parameters", line=1)
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:  # the reader refuses control characters up front
+        raise fail(f"not valid YAML: unacceptable character #x{exc.character:04x} "
+                   f"({exc.reason})", line=text.count("\n", 0, exc.position) + 1) from None
     try:
         root = loader.get_single_node()
         if root is None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from fastapi.testclient import TestClient
 
 from searchsvc.service import ServiceConfig, create_app
@@ -119,3 +121,49 @@ def test_a_server_without_a_scheduler_says_it_runs_nothing(client: TestClient,
     token = store.create_token("ada")
     assert client.post("/studies", content=SPEC, headers=auth(token)).status_code == 201
     assert client.post("/studies/quickstart/cancel", headers=auth(token)).status_code == 503
+
+
+# Inputs the OpenAPI fuzz test (test_openapi_fuzz.py) found answering 500.
+
+@pytest.mark.parametrize(("body", "error"), [
+    ("\x00", "<request>:1: (file): not valid YAML: unacceptable character #x0000 (special "
+     "characters are not allowed)"),
+    ("study: quickstart\n\x07\n", "<request>:2: (file): not valid YAML: unacceptable "
+     "character #x0007 (special characters are not allowed)")])
+def test_a_control_character_in_a_study_file_is_refused_with_its_line(
+        client: TestClient, store: Store, body: str, error: str) -> None:
+    response = client.post("/studies", content=body, headers=auth(store.create_token("ada")))
+    assert response.status_code == 422
+    assert response.json()["errors"] == [error]
+
+
+def json_spec(**fields: object) -> str:
+    """The quickstart as JSON with ``fields`` replaced; characters beyond U+FFFF are written as
+    escaped UTF-16 pairs ("\\ud800\\udc00"), which YAML reads as two separate halves."""
+    return json.dumps({**yaml.safe_load(SPEC), **fields}, ensure_ascii=True)
+
+
+def test_an_escaped_utf16_pair_in_a_json_study_file_is_one_character(
+        client: TestClient, store: Store) -> None:
+    token = store.create_token("ada")
+    created = client.post("/studies", content=json_spec(metric="\U00010000"),
+                          headers=auth(token))
+    assert created.status_code == 201, created.text  # was 500: the store could not encode it
+    assert client.get("/studies/quickstart", headers=auth(token)).json()["metric"] == (
+        "\U00010000")
+    bad_name = client.post("/studies", content=json_spec(
+        study="other", parameters={"\U00010000": {"value": 1}}), headers=auth(token))
+    assert bad_name.status_code == 422  # was 500: the 422's message could not be encoded
+    assert "parameters.\U00010000: parameter names must be identifiers" in (
+        bad_name.json()["detail"])
+
+
+def test_a_lone_utf16_half_in_a_study_file_is_refused(client: TestClient,
+                                                      store: Store) -> None:
+    response = client.post("/studies", content=json_spec(metric="val\ud800loss"),
+                           headers=auth(store.create_token("ada")))
+    assert response.status_code == 422
+    assert response.json()["errors"] == [
+        "<request>:1: metric: not valid Unicode: \\ud800 is half of a UTF-16 surrogate pair, "
+        "and its other half is missing"]
+    assert store.list_studies() == []
