@@ -287,8 +287,21 @@ def serve(
     prefixes = tuple(p.strip() for p in allow_objectives.split(",") if p.strip())
     scheduler = StudyScheduler(store, address=address, max_running=max_running,
                                num_cpus=num_cpus, logs=searchsvc_home() / "service-logs")
-    uvicorn.run(create_app(store, ServiceConfig(allow_objectives=prefixes), scheduler),
-                host=host, port=port, log_level="warning")
+    api = create_app(store, ServiceConfig(allow_objectives=prefixes), scheduler)
+    # What is loaded now lives as long as the server: FastAPI, SQLAlchemy, pydantic, and what
+    # submitting a study and writing a report import (loaded on first use, that took ~1 s of
+    # the event loop). Left to the garbage collector, each full collection walks those ~10^5
+    # objects again and stops every request for 40-90 ms (benchmarks/service_load.py); frozen,
+    # a full collection takes about a millisecond.
+    import gc
+
+    import searchsvc.report
+    import searchsvc.runner
+    import searchsvc.validation  # noqa: F401
+
+    gc.collect()
+    gc.freeze()
+    uvicorn.run(api, host=host, port=port, log_level="warning")
 
 
 spaces = typer.Typer(help="Study-file helpers.", no_args_is_help=True)

@@ -31,4 +31,14 @@ def loads_metrics(text: str) -> dict[str, Any]:
 
 
 def loads(text: str) -> Any:
+    if text == "{}":  # most arms, drivers and checkpoint lists: no need to run the decoder
+        return {}
+    if text == "[]":
+        return []
     return json.loads(text)
+
+
+def loads_many(texts: list[str]) -> list[Any]:
+    """``[loads(t) for t in texts]``, in one pass of the decoder (about twice as fast for many
+    small texts, such as the configs of a study's trials)."""
+    return json.loads(f"[{','.join(texts)}]") if texts else []

@@ -38,7 +38,12 @@ class StudyRow(Base):
 
 class TrialRow(Base):
     __tablename__ = "trials"
-    __table_args__ = (UniqueConstraint("study_id", "number", name="uq_trial_number"),)
+    __table_args__ = (
+        UniqueConstraint("study_id", "number", name="uq_trial_number"),
+        # Covers a study's summary (trials by state, best value), which every read of a study
+        # computes: answered from the index alone, without reading the trials' rows.
+        Index("ix_trial_study_state_best", "study_id", "state", "best_value"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     study_id: Mapped[int] = mapped_column(
