@@ -42,7 +42,6 @@ import random
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -145,38 +144,6 @@ def worker(args: argparse.Namespace) -> None:
 
 # --- set-up ------------------------------------------------------------------------------------
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def fresh_postgres(url: str, suffix: str) -> str:
-    """A new, empty database on the PostgreSQL server of ``url`` (named after its database,
-    with ``suffix``); returns its URL."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    target = make_url(url)
-    fresh = f"{target.database or 'searchsvc'}_load_{suffix}"
-    admin = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'CREATE DATABASE "{fresh}"'))
-    admin.dispose()
-    return target.set(database=fresh).render_as_string(hide_password=False)
-
-
-def drop_postgres(url: str) -> None:
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
-    target = make_url(url)
-    admin = create_engine(target.set(database="postgres"), isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{target.database}" WITH (FORCE)'))
-    admin.dispose()
-
-
 def populate(store: Any, name: str, owner: str, trials: int, steps: int) -> float:
     """A completed study of ``trials`` trials with ``steps`` measurements each, written through
     the Store API as the runner writes it (start, measurements, finish). Returns seconds."""
@@ -218,44 +185,6 @@ def populate(store: Any, name: str, owner: str, trials: int, steps: int) -> floa
                 store.finish_trial(trial.id, TRIAL_INFEASIBLE if bad else TRIAL_COMPLETED)
     store.update_study(name, state="completed", finished_at=time.time())
     return time.perf_counter() - started
-
-
-class Server:
-    """`searchsvc serve` in its own process group, and a tiny standard-library client."""
-
-    def __init__(self, storage: str, home: Path, token: str):
-        self.storage, self.home, self.token = storage, home, token
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        env = {**os.environ, "SEARCHSVC_HOME": str(self.home), "PYTHONPATH": str(ROOT)}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "searchsvc.cli", "serve", "--port", str(self.port),
-             "--storage", self.storage, "--num-cpus", "2"], cwd=ROOT, env=env,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                self.call("GET", "/health")
-                return
-            except OSError:
-                time.sleep(0.3)
-        raise RuntimeError("the service did not start")
-
-    def call(self, method: str, path: str, body: str | None = None) -> Any:
-        request = urllib.request.Request(
-            self.url + path, method=method, data=body.encode() if body is not None else None,
-            headers={"Authorization": f"Bearer {self.token}"})
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
 
 
 def machine_times() -> tuple[int, int]:
@@ -331,103 +260,99 @@ def main() -> None:
         worker(args)
         return
 
-    from searchsvc.store import Store
+    from sqlalchemy.engine import make_url
+
+    from tests.postgres import fresh_database
+    from tests.service.served import running_service
 
     tmp = Path(tempfile.mkdtemp(prefix="service_load_"))
     suffix = secrets.token_hex(3)
     storage = args.storage or f"sqlite:///{tmp / 'store.sqlite'}"
-    postgres = storage.startswith("postgresql")
-    if postgres:  # a database of its own: the server would also run others' queued studies
-        storage = fresh_postgres(storage, suffix)
     big, live, user = f"big-{suffix}", f"live-{suffix}", f"load-{suffix}"
-    store = Store(storage)
-    token = store.create_token(user)
-    built = populate(store, big, user, args.trials, args.steps)
-    print(f"store: {store.engine.url.render_as_string(hide_password=True)}; {big}: "
-          f"{args.trials} trials x {args.steps} steps written in {built:.1f}s", flush=True)
-
-    server = Server(storage, tmp / "home", token)
     spy: subprocess.Popen | None = None
-    try:
-        server.start()
-        assert server.process is not None
-        if args.no_running_study:  # diagnosis only: the same calls, nothing running
-            populate(store, live, user, 20, args.steps)
-        else:
-            server.call("POST", "/studies", LIVE_SPEC.format(name=live, trials=20_000))
-        deadline = time.time() + 180
-        while not args.no_running_study:  # measure once the study's trials are being written
-            study = server.call("GET", f"/studies/{live}")
-            if study["state"] == "running" and study["trial_counts"].get("completed", 0) >= 2:
-                break
-            if time.time() > deadline:
-                raise RuntimeError(f"{live} did not start running: {study}")
-            time.sleep(0.5)
-        print(f"server pid {server.process.pid} on {server.url}; {live} "
-              f"{'completed (--no-running-study)' if args.no_running_study else 'running'}",
-              flush=True)
+    with contextlib.ExitStack() as cleanup:  # undone in reverse: server, database, folder
+        cleanup.callback(shutil.rmtree, tmp, ignore_errors=True)
+        postgres = storage.startswith("postgresql")
+        if postgres:  # its own database: the server would also run
+            database = make_url(storage).database or "searchsvc"  # others' queued studies
+            storage = cleanup.enter_context(fresh_database(storage, f"{database}_load_{suffix}"))
+        # Stopping it kills the server and every study driver it started.
+        server = cleanup.enter_context(running_service(tmp, storage, user=user))
+        store, token = server.store, server.token
+        built = populate(store, big, user, args.trials, args.steps)
+        print(f"store: {store.engine.url.render_as_string(hide_password=True)}; {big}: "
+              f"{args.trials} trials x {args.steps} steps written in {built:.1f}s", flush=True)
+        try:
+            assert server.process is not None
+            if args.no_running_study:  # diagnosis only: the same calls, nothing running
+                populate(store, live, user, 20, args.steps)
+            else:
+                server.call("POST", "/studies", LIVE_SPEC.format(name=live, trials=20_000))
+            deadline = time.time() + 180
+            while not args.no_running_study:  # measure once the study's trials are being written
+                study = server.call("GET", f"/studies/{live}")
+                if study["state"] == "running" and study["trial_counts"].get("completed", 0) >= 2:
+                    break
+                if time.time() > deadline:
+                    raise RuntimeError(f"{live} did not start running: {study}")
+                time.sleep(0.5)
+            print(f"server pid {server.process.pid} on {server.url}; {live} "
+                  f"{'completed (--no-running-study)' if args.no_running_study else 'running'}",
+                  flush=True)
 
-        paths = {"GET /studies": "/studies", "GET /studies/{big}": f"/studies/{big}",
-                 "GET /studies/{big}/trials": f"/studies/{big}/trials",
-                 "GET /studies/{live}": f"/studies/{live}"}
-        start = time.time() + 3.0  # every load process has connected and warmed up by then
-        shares = [args.clients // args.load_processes
-                  + (i < args.clients % args.load_processes) for i in range(args.load_processes)]
-        loaders = [subprocess.Popen(
-            [sys.executable, __file__, "--worker", "--url", server.url, "--token", token,
-             "--paths", json.dumps(paths), "--clients", str(n), "--start", str(start),
-             "--duration", str(args.duration), "--think", str(args.think), "--seed", str(i)],
-            stdout=subprocess.PIPE, text=True) for i, n in enumerate(shares) if n]
-        time.sleep(max(0.0, start - time.time()))
-        live_before = server.call("GET", f"/studies/{live}")["trial_counts"].get("completed", 0)
-        cpu_before, wall_before = cpu_seconds(server.process.pid), time.perf_counter()
-        machine_before = machine_times()
-        if args.py_spy:
-            spy = subprocess.Popen(
-                [str(Path(sys.executable).with_name("py-spy")), "record", "-o", str(args.py_spy),
-                 "--pid", str(server.process.pid), "-d", str(int(args.duration)), "-r", "100",
-                 "-f", "flamegraph" if args.py_spy.suffix == ".svg" else "raw",
-                 "--nonblocking", *(["--idle"] if args.py_spy_idle else [])],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        samples: list[Sample] = []
-        lags: list[float] = []
-        loader_cpu = 0.0
-        for loader in loaders:
-            out, _ = loader.communicate(timeout=args.duration + 120)
-            line = next((x for x in out.splitlines() if x.startswith("RESULT ")), None)
-            if loader.returncode != 0 or line is None:
-                raise RuntimeError(f"a load process failed (exit {loader.returncode})")
-            result = json.loads(line[len("RESULT "):])
-            samples += [tuple(s) for s in result["samples"]]
-            lags += result["lags"]
-            loader_cpu += result["cpu_s"]
-        window = time.perf_counter() - wall_before
-        server_cpu = (cpu_seconds(server.process.pid) - cpu_before) / window
-        machine_after = machine_times()
-        machine_busy = 1 - ((machine_after[1] - machine_before[1])
-                            / max(1, machine_after[0] - machine_before[0]))
-        live_after = server.call("GET", f"/studies/{live}")
-        if spy is not None:
-            try:
-                spy.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                spy.send_signal(signal.SIGINT)  # py-spy writes what it has on SIGINT
-                spy.wait(timeout=30)
-        with contextlib.suppress(urllib.error.URLError, OSError):
-            server.call("POST", f"/studies/{live}/cancel")
-    finally:
-        if spy is not None and spy.poll() is None:
-            spy.kill()
-        server.stop()
-        for study in store.list_studies(owner=user):  # no study driver outlives the benchmark
-            pid = (study.driver or {}).get("pid")
-            if pid:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(int(pid), signal.SIGKILL)
-        store.close()
-        if postgres:
-            drop_postgres(storage)
-        shutil.rmtree(tmp, ignore_errors=True)
+            paths = {"GET /studies": "/studies", "GET /studies/{big}": f"/studies/{big}",
+                     "GET /studies/{big}/trials": f"/studies/{big}/trials",
+                     "GET /studies/{live}": f"/studies/{live}"}
+            start = time.time() + 3.0  # every load process has connected and warmed up then
+            shares = [args.clients // args.load_processes
+                      + (i < args.clients % args.load_processes)
+                      for i in range(args.load_processes)]
+            loaders = [subprocess.Popen(
+                [sys.executable, __file__, "--worker", "--url", server.url, "--token", token,
+                 "--paths", json.dumps(paths), "--clients", str(n), "--start", str(start),
+                 "--duration", str(args.duration), "--think", str(args.think), "--seed", str(i)],
+                stdout=subprocess.PIPE, text=True) for i, n in enumerate(shares) if n]
+            time.sleep(max(0.0, start - time.time()))
+            live_before = server.call("GET", f"/studies/{live}")["trial_counts"].get("completed", 0)
+            cpu_before, wall_before = cpu_seconds(server.process.pid), time.perf_counter()
+            machine_before = machine_times()
+            if args.py_spy:
+                spy = subprocess.Popen(
+                    [str(Path(sys.executable).with_name("py-spy")), "record",
+                     "-o", str(args.py_spy),
+                     "--pid", str(server.process.pid), "-d", str(int(args.duration)), "-r", "100",
+                     "-f", "flamegraph" if args.py_spy.suffix == ".svg" else "raw",
+                     "--nonblocking", *(["--idle"] if args.py_spy_idle else [])],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            samples: list[Sample] = []
+            lags: list[float] = []
+            loader_cpu = 0.0
+            for loader in loaders:
+                out, _ = loader.communicate(timeout=args.duration + 120)
+                line = next((x for x in out.splitlines() if x.startswith("RESULT ")), None)
+                if loader.returncode != 0 or line is None:
+                    raise RuntimeError(f"a load process failed (exit {loader.returncode})")
+                result = json.loads(line[len("RESULT "):])
+                samples += [tuple(s) for s in result["samples"]]
+                lags += result["lags"]
+                loader_cpu += result["cpu_s"]
+            window = time.perf_counter() - wall_before
+            server_cpu = (cpu_seconds(server.process.pid) - cpu_before) / window
+            machine_after = machine_times()
+            machine_busy = 1 - ((machine_after[1] - machine_before[1])
+                                / max(1, machine_after[0] - machine_before[0]))
+            live_after = server.call("GET", f"/studies/{live}")
+            if spy is not None:
+                try:
+                    spy.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    spy.send_signal(signal.SIGINT)  # py-spy writes what it has on SIGINT
+                    spy.wait(timeout=30)
+            with contextlib.suppress(urllib.error.URLError, OSError):
+                server.call("POST", f"/studies/{live}/cancel")
+        finally:
+            if spy is not None and spy.poll() is None:
+                spy.kill()
 
     rows = summarise(samples, window)
     overall = rows[-1]

@@ -39,21 +39,11 @@ POSTGRES_ADMIN_URL = os.environ.get("SEARCHSVC_TEST_POSTGRES",
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
     """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
+    from tests.postgres import fresh_database
 
-    admin = create_engine(POSTGRES_ADMIN_URL, isolation_level="AUTOCOMMIT")
-    name = f"searchsvc_test_{os.getpid()}_{next(_databases)}"
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        connection.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(POSTGRES_ADMIN_URL).set(database=name).render_as_string(
-            hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with fresh_database(POSTGRES_ADMIN_URL,
+                        f"searchsvc_test_{os.getpid()}_{next(_databases)}") as url:
+        yield url
 
 
 _databases = itertools.count()

@@ -5,6 +5,7 @@ cancel/resume need a server that runs studies (503 otherwise)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from fastapi import HTTPException
 from fastapi.responses import FileResponse
@@ -13,7 +14,8 @@ from searchsvc.errors import NotFoundError
 from searchsvc.service.scheduler import StudyScheduler
 from searchsvc.store import STUDY_INTERRUPTED, Store, StudyRecord
 
-REPORT_FORMATS = ("html", "md", "json", "csv")
+ReportFormat = Literal["html", "md", "json", "csv"]
+REPORT_FORMATS: tuple[str, ...] = get_args(ReportFormat)
 
 
 @dataclass

@@ -7,7 +7,7 @@ only name objectives under the server's allowed module prefixes."""
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
@@ -16,7 +16,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from searchsvc import __version__
 from searchsvc.errors import ConflictError, SearchsvcError, SpecError
-from searchsvc.service.access import ServiceStudies
+from searchsvc.service.access import ReportFormat, ServiceStudies
 from searchsvc.service.scheduler import StudyScheduler
 from searchsvc.service.ui import SignInRequired, sign_in_redirect, ui_router
 from searchsvc.spec import json_schema
@@ -124,7 +124,7 @@ def create_app(store: Store, config: ServiceConfig | None = None,
 
     @app.get("/studies/{name}/report")
     def report(name: str, owner: User,
-               format: Annotated[Literal["html", "md", "json", "csv"], Query()] = "html",
+               format: Annotated[ReportFormat, Query()] = "html",
                ) -> FileResponse:
         """The study's report (written now from the store): html, md, json, or csv (trials)."""
         owned(name, owner)

@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from searchsvc import __version__
-from searchsvc.service.access import ServiceStudies
+from searchsvc.service.access import REPORT_FORMATS, ServiceStudies
 from searchsvc.store import (
     FINISHED_TRIAL_STATES,
     STUDY_CREATED,
@@ -136,7 +136,7 @@ def ui_router(studies: ServiceStudies) -> APIRouter:
     @router.get("/ui/studies/{name}/report")
     def report(name: str, user: Viewer, format: str = "html") -> Response:
         studies.owned(name, user)
-        if format not in ("html", "md", "json", "csv"):
+        if format not in REPORT_FORMATS:  # 404 like any unknown page, not the API's 422
             raise HTTPException(404, f"no report format {format!r}")
         return studies.report_response(name, format, inline=format == "html")
 

@@ -35,12 +35,13 @@ parameters:
 class Service:
     """`searchsvc serve` in its own process group, and a tiny HTTP client for it."""
 
-    def __init__(self, tmp: Path, storage: str | None = None):
+    def __init__(self, tmp: Path, storage: str | None = None, user: str = "ada"):
         self.url_db = storage or f"sqlite:///{tmp / 'service.db'}"
         self.home, self.port = tmp / "home", free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
         self.log = tmp / "service.log"  # read it when a test fails
         self.store = Store(self.url_db)
-        self.token = self.store.create_token("ada")
+        self.token = self.store.create_token(user)
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
@@ -60,7 +61,7 @@ class Service:
 
     def call(self, method: str, path: str, body: str | None = None) -> dict:
         request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}", method=method,
+            self.url + path, method=method,
             data=body.encode() if body is not None else None,
             headers={"Authorization": f"Bearer {self.token}"})
         with urllib.request.urlopen(request, timeout=30) as response:
@@ -92,10 +93,11 @@ class Service:
 
 
 @contextlib.contextmanager
-def running_service(tmp: Path, storage: str | None = None) -> Iterator[Service]:
-    """A started service on ``storage`` (default: SQLite in ``tmp``); it and every study
-    driver it launched are killed afterwards."""
-    s = Service(tmp, storage)
+def running_service(tmp: Path, storage: str | None = None, user: str = "ada"
+                    ) -> Iterator[Service]:
+    """A started service on ``storage`` (default: SQLite in ``tmp``) with a token for ``user``;
+    it and every study driver it launched are killed afterwards."""
+    s = Service(tmp, storage, user)
     s.start()
     try:
         yield s
