@@ -5,6 +5,7 @@ SameSite=Strict cookie (so another site can neither read it nor post forms with 
 study with its trials and a progress plot, and its report."""
 
 # No `from __future__ import annotations`: FastAPI reads the dependency annotations at run time.
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -152,12 +153,18 @@ def ui_router(studies: ServiceStudies) -> APIRouter:
 
     @router.get("/ui/static/plotly.min.js")
     def plotly_js() -> Response:
-        from plotly.offline import get_plotlyjs
-
-        return Response(get_plotlyjs(), media_type="application/javascript",
+        return Response(_plotly_js(), media_type="application/javascript",
                         headers={"Cache-Control": "public, max-age=86400"})
 
     return router
+
+
+@functools.cache
+def _plotly_js() -> str:
+    """plotly.js (about 4 MB), read from the plotly package once, not on every page view."""
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
 
 
 def sign_in_redirect(_: Request, exc: SignInRequired) -> RedirectResponse:
