@@ -186,14 +186,7 @@ class Store:
                 which.append(StudyRow.state.in_(list(states)))
             rows = s.scalars(select(StudyRow).where(*which).order_by(StudyRow.created_at)).all()
             # The trial counts and bests of all listed studies in one query, not two per study.
-            trials = select(TrialRow.study_id, TrialRow.state, func.count(),
-                            func.min(TrialRow.best_value), func.max(TrialRow.best_value))
-            if which:
-                trials = trials.join(StudyRow, StudyRow.id == TrialRow.study_id).where(*which)
-            summaries: dict[int, list[tuple[str, int, float | None, float | None]]] = {}
-            for study_id, *summary in s.execute(
-                    trials.group_by(TrialRow.study_id, TrialRow.state)).all():
-                summaries.setdefault(study_id, []).append(tuple(summary))  # type: ignore[arg-type]
+            summaries = self._trial_summaries(s, [r.id for r in rows])
             return [self._study_record(s, r, summaries.get(r.id, [])) for r in rows]
 
     # -- API tokens ----------------------------------------------------------------------------
@@ -266,7 +259,8 @@ class Store:
                 row.best_value = row.best_step = row.last_step = None
                 row.node = node
             s.flush()
-            return self._trial_record(row, ())
+            return _trial_record_of(tuple(getattr(row, c) for c in _TRIAL_COLUMNS),
+                                    jsonutil.loads(row.config), jsonutil.loads(row.arm), ())
 
     def record_measurements(self, trial_id: int, attempt: int, mode: str,
                             items: Iterable[tuple[int, float | None, Mapping[str, Any]]]) -> None:
@@ -415,16 +409,28 @@ class Store:
             raise NotFoundError(f"no study named {name!r} in {self._safe_url()}")
         return row
 
+    @staticmethod
+    def _trial_summaries(s: Session, study_ids: Collection[int]
+                         ) -> dict[int, list[tuple[str, int, float | None, float | None]]]:
+        """Per study: (state, count, min best, max best) of its trials, by state."""
+        summaries: dict[int, list[tuple[str, int, float | None, float | None]]] = {}
+        if not study_ids:
+            return summaries
+        for study_id, *summary in s.execute(
+                select(TrialRow.study_id, TrialRow.state, func.count(),
+                       func.min(TrialRow.best_value), func.max(TrialRow.best_value))
+                .where(TrialRow.study_id.in_(list(study_ids)))
+                .group_by(TrialRow.study_id, TrialRow.state)).all():
+            summaries.setdefault(study_id, []).append(tuple(summary))  # type: ignore[arg-type]
+        return summaries
+
     def _study_record(self, s: Session, row: StudyRow,
                       summary: Iterable[tuple[str, int, float | None, float | None]] | None = None,
                       ) -> StudyRecord:
-        """``summary``: (state, count, min best, max best) of the study's trials by state, when
-        the caller has them (else one query here)."""
+        """``summary``: what _trial_summaries gives for this study, when the caller has it
+        (else one query here)."""
         if summary is None:
-            summary = s.execute(
-                select(TrialRow.state, func.count(), func.min(TrialRow.best_value),
-                       func.max(TrialRow.best_value))
-                .where(TrialRow.study_id == row.id).group_by(TrialRow.state)).all()
+            summary = self._trial_summaries(s, [row.id]).get(row.id, [])
         counts: dict[str, int] = {}
         bests = []
         for state, count, low, high in summary:
@@ -441,17 +447,6 @@ class Store:
             finished_at=row.finished_at, provenance=jsonutil.loads(row.provenance),
             driver=jsonutil.loads(row.driver), trial_counts=counts,
             best_value=best, owner=row.owner,
-        )
-
-    @staticmethod
-    def _trial_record(row: TrialRow, measurements: tuple[Measurement, ...]) -> TrialRecord:
-        return TrialRecord(
-            id=row.id, study_id=row.study_id, number=row.number, state=row.state,
-            config=jsonutil.loads(row.config), arm=jsonutil.loads(row.arm), seed=row.seed,
-            attempts=row.attempts, error=row.error, started_at=row.started_at,
-            finished_at=row.finished_at, best_value=row.best_value, best_step=row.best_step,
-            last_step=row.last_step, node=row.node,
-            checkpoints=tuple(jsonutil.loads(row.checkpoints)), measurements=measurements,
         )
 
 
