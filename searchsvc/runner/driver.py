@@ -184,7 +184,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         tune_config=tune.TuneConfig(
             search_alg=StudySearch(searcher, pending, spec.metric, spec.mode),
             scheduler=scheduler,
-            num_samples=len(pending),
+            num_samples=-1,  # StudySearch says when the study's trials are all done
             max_concurrent_trials=spec.budget.max_concurrent,
             reuse_actors=True,
             time_budget_s=spec.budget.time_limit_s,

@@ -14,6 +14,12 @@ from searchsvc.searchers import Searcher
 class StudySearch(PicklesDetached, TuneSearcher):
     """Hands Ray Tune the proposals for the study's pending trial numbers, in order.
 
+    The search says it is finished only once every trial it started has ended, not when the
+    last one starts (run it with ``num_samples=-1``): Ray Tune keeps a stopped or paused
+    trial's worker for reuse only while the search is not finished, and PBT pauses and
+    resumes every trial many times; otherwise each resume would start a new worker process
+    (imports, CUDA context, data) after the last trial has started.
+
     Searcher memory lives in the store and is rebuilt from it on resume, so Tune's own
     save/restore of search state is not used.
     """
@@ -23,6 +29,7 @@ class StudySearch(PicklesDetached, TuneSearcher):
         # Not named `searcher`: Ray Tune treats that attribute as a wrapped Tune searcher.
         self.study_searcher = searcher
         self.pending = list(pending)
+        self.live: set[str] = set()  # Tune trial ids started and not yet ended
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict,
                               **spec: Any) -> bool:
@@ -30,7 +37,8 @@ class StudySearch(PicklesDetached, TuneSearcher):
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
         if not self.pending:
-            return TuneSearcher.FINISHED
+            return None if self.live else TuneSearcher.FINISHED
+        self.live.add(trial_id)
         number = self.pending.pop(0)
         proposal = self.study_searcher.propose(number)
         config = dict(proposal.config)
@@ -41,7 +49,8 @@ class StudySearch(PicklesDetached, TuneSearcher):
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
                           error: bool = False) -> None:
         """Finished trials reach the searcher through the store callback, which knows the
-        trial's best value and final state."""
+        trial's best value and final state; here the trial only stops being live."""
+        self.live.discard(trial_id)
 
     # Nothing to save or restore: the store is the searcher's memory.
     def get_state(self) -> dict[str, Any]:

@@ -83,13 +83,16 @@ class LoopbackCluster:
                                    f"{done.stderr[-2000:]}")
             time.sleep(1)
 
-    def stop(self) -> None:
+    def stop(self, grace_s: float = 10) -> None:
+        """SIGTERM every node, then SIGKILL what still runs after ``grace_s`` in all (a worker
+        node whose peer was killed can spend 20 s or more on a graceful stop)."""
         for node in reversed(self.nodes):
             if node.poll() is None:
                 os.killpg(node.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
         for node in self.nodes:
             try:
-                node.wait(timeout=20)
+                node.wait(timeout=max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:
                 os.killpg(node.pid, signal.SIGKILL)
                 node.wait()

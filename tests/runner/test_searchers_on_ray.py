@@ -118,21 +118,46 @@ def test_pbt_beats_its_best_initial_config_and_records_lineage(ray_local, tmp_pa
         assert event.step >= 2  # not before the first perturbation interval
 
 
+# pbt_toy, also reporting the worker process that ran each step
+PBT_TOY_WITH_PID = """
+import os
+
+from objectives.synthetic import pbt_toy_gain
+from searchsvc import sdk
+
+
+def train(config):
+    steps = sdk.max_steps(20)
+    state = sdk.restore() or {"score": 0.0, "step": 0}
+    score = float(state["score"])
+    for step in range(int(state["step"]) + 1, steps + 1):
+        score += pbt_toy_gain(float(config["learning_rate"]), step, steps)
+        sdk.report({"score": score, "worker_pid": os.getpid()},
+                   state=lambda score=score, step=step: {"score": score, "step": step})
+"""
+
+
 def test_pb2_explores_within_the_nuisance_bounds_and_records_lineage(ray_local, tmp_path: Path
                                                                     ) -> None:
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    path = SPACES / "toy_pbt.yaml"
-    text = with_searcher(path.read_text(), "toy_pb2", "pbt",
+    (tmp_path / "pbt_toy_pid.py").write_text(PBT_TOY_WITH_PID)
+    text = with_searcher((SPACES / "toy_pbt.yaml").read_text(), "toy_pb2", "pbt",
                          "{variant: pb2, perturbation_interval: 2, quantile_fraction: 0.25, "
                          "synch: true}")
-    run_text(text, store, path)
-    trials = store.get_trials("toy_pb2")
+    text = re.sub(r"(?m)^objective: .*$", "objective: pbt_toy_pid:train", text)
+    run_text(text, store, tmp_path / "toy_pb2.yaml")
+    trials = store.get_trials("toy_pb2", measurements=True)
     assert [t.state for t in trials] == [TRIAL_COMPLETED] * 8
     exploits = store.get_events("toy_pb2", kind=EVENT_EXPLOIT)
     assert exploits
     for event in exploits:
         assert event.data["parent"] != event.trial_number
         assert 1.0e-4 <= event.data["new_config"]["learning_rate"] <= 1.0
+    # Paused trials resume on the workers Tune keeps: one worker process per concurrent trial
+    # (8 in two runs). Before StudySearch kept the search open to the end, 12 processes
+    # reported steps: resumed trials started new ones.
+    workers = {m.metrics["worker_pid"] for t in trials for m in t.measurements}
+    assert len(workers) <= 8, len(workers)
     # Not asserted: that PB2 beats the best initial config. It did in a quiet run and tied it
     # in one run on a loaded machine; with 8 trials its GP has too little data to promise it.
 
