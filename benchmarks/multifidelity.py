@@ -21,7 +21,12 @@ median best, i.e. what random search finds with its whole budget).
 
     .venv/bin/python benchmarks/multifidelity.py [--target random-best|0.02]
         [--targets 0.03,0.025,...] [--seeds 5] [--model cnn|mlp] [--equal time|trials]
-        [--searchers random,quasi_random,asha,hyperband,bohb] [--json FILE]
+        [--searchers random,quasi_random,asha,hyperband,bohb] [--proposer random]
+        [--json FILE]
+
+``--proposer random`` makes asha and hyperband propose random configurations like the random
+baseline (their default is quasi-random), which separates what early stopping gains from what
+the proposer does.
 """
 
 from __future__ import annotations
