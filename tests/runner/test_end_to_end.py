@@ -11,7 +11,13 @@ import pytest
 
 from searchsvc.report import write_report
 from searchsvc.runner import RunOptions, create_study, run_study
-from searchsvc.store import TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_INFEASIBLE, Store
+from searchsvc.store import (
+    TRIAL_COMPLETED,
+    TRIAL_FAILED,
+    TRIAL_INFEASIBLE,
+    TRIAL_INTERRUPTED,
+    Store,
+)
 from searchsvc.validation import validate_file
 
 pytestmark = pytest.mark.slow
@@ -145,3 +151,48 @@ def test_kept_checkpoints_are_recorded_and_loadable(ray_local, tmp_path: Path) -
         assert t.checkpoints, t
         state = torch.load(Path(t.checkpoints[-1]) / "state.pt", weights_only=False)
         assert 1 <= state["epoch"] <= 3 and "model" in state
+
+
+def test_the_time_limit_stops_the_study_resumably_with_every_result_kept(ray_local,
+                                                                         tmp_path: Path) -> None:
+    write(tmp_path, "slow_steps.py", """
+        import time
+
+        from ray import tune
+
+
+        def train(config):
+            for step in range(1, 4):
+                time.sleep(0.4)
+                tune.report({"loss": config["x"] / step})
+        """)
+    path = write(tmp_path, "limited.yaml", """
+        study: limited
+        objective: slow_steps:train
+        metric: loss
+        mode: min
+        searcher: random
+        budget: {trials: 200, max_concurrent: 2, max_steps: 3, time_limit_s: 8}
+        parameters:
+          x: {role: nuisance, low: 0.0, high: 1.0}
+        """)
+    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    outcome = run_file(path, store)
+    assert outcome.reason == "time limit reached"
+    assert outcome.study.state == "interrupted"  # resumable, not failed or completed
+    trials = store.get_trials("limited", measurements=True)
+    completed = [t for t in trials if t.state == TRIAL_COMPLETED]
+    assert 0 < len(completed) < 200
+    assert all(t.state in (TRIAL_COMPLETED, TRIAL_INTERRUPTED) for t in trials)
+    for t in completed:
+        assert [m.step for m in t.measurements] == [1, 2, 3]
+    # Resuming goes on where it stopped (under a new time limit): finished trials stay as
+    # they were and none runs twice.
+    again = run_study("limited", store, RunOptions(live_progress=False))
+    assert again.reason == "time limit reached"
+    after = {t.number: t for t in store.get_trials("limited", measurements=True)}
+    assert {t.number for t in completed} < {n for n, t in after.items()
+                                           if t.state == TRIAL_COMPLETED}
+    for t in completed:
+        assert after[t.number].measurements == t.measurements
+        assert after[t.number].attempts == t.attempts
