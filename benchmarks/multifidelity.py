@@ -192,8 +192,9 @@ def main() -> None:
                                              args.time_limit, args.proposer)), flush=True)
         return
     searchers = args.searchers.split(",")
-    # Full-budget searchers first: their wall time is the others' budget on the same seed
-    searchers.sort(key=lambda s: s not in FULL_BUDGET)
+    # Full-budget searchers first, in FULL_BUDGET's order: the first one's wall time is the
+    # others' budget on the same seed, as budgets() reads it back from the results
+    searchers.sort(key=lambda s: FULL_BUDGET.index(s) if s in FULL_BUDGET else len(FULL_BUDGET))
     runs: dict[str, list[dict[str, Any]]] = {}
     if args.tables_from:  # the tables again, for other targets, from an earlier run's JSON
         earlier = json.loads(args.tables_from.read_text())
