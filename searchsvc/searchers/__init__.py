@@ -18,7 +18,8 @@ from searchsvc.searchers.population import PbtSearcher
 from searchsvc.searchers.schedule import HyperbandSchedule, PopulationSchedule, Schedule
 from searchsvc.searchers.simple import GridSearcher, QuasiRandomSearcher, RandomSearcher
 from searchsvc.searchers.space import Arm, scientific_arms
-from searchsvc.spec import StudySpec
+from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec
+from searchsvc.spec.limits import limit_issues
 from searchsvc.spec.validate import options_issues
 
 _REGISTRY: dict[str, type[Searcher]] = {}
@@ -48,8 +49,14 @@ def searcher_class(name: str) -> type[Searcher]:
         raise KeyError(f"unknown searcher {name!r} (valid: {valid})") from None
 
 
-def check_spec(spec: StudySpec) -> list[SpecIssue]:
-    """The problems of ``spec`` that depend on its searcher (name, options, budget rules)."""
+def check_spec(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> list[SpecIssue]:
+    """The problems of ``spec`` that depend on its searcher (name, options, budget rules).
+
+    A spec over ``limits`` gets only those issues: the searcher's own checks may enumerate
+    its grid or arms, which only the limits keep small."""
+    over = limit_issues(spec, limits)
+    if over:
+        return over
     if spec.searcher not in _REGISTRY:
         return [spec.source.issue(("searcher",), f"unknown searcher (valid: "
                                   f"{', '.join(searcher_names())})", spec.searcher)]
@@ -58,9 +65,10 @@ def check_spec(spec: StudySpec) -> list[SpecIssue]:
             or cls.check(spec))
 
 
-def create_searcher(spec: StudySpec) -> Searcher:
-    """The searcher a valid spec names, with its options parsed."""
-    issues = check_spec(spec)
+def create_searcher(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> Searcher:
+    """The searcher a valid spec names, with its options parsed. Raises :class:`SpecError`
+    for a spec its searcher refuses or that is over ``limits``."""
+    issues = check_spec(spec, limits)
     if issues:
         raise SpecError(issues)
     cls = _REGISTRY[spec.searcher]

@@ -38,9 +38,11 @@ class BayesianSearcher(Searcher):
     @property
     def warmup(self) -> int:
         opts: BayesianOptions = self.options  # type: ignore[assignment]
-        if opts.warmup is not None:
-            return opts.warmup
         share = math.ceil(self.total_trials / len(self.arms))
+        if opts.warmup is not None:
+            # No arm has more trials than its share: a longer warm-up would only allocate
+            # Halton points no trial uses (searcher_options.warmup is not bounded otherwise).
+            return min(opts.warmup, share)
         return max(2, min(10, math.ceil(share / 4)))
 
     @property

@@ -49,9 +49,11 @@ class NasSearcher(Searcher):
 
     @property
     def population(self) -> int:
-        if self._options.population:
-            return self._options.population
         share = math.ceil(self.total_trials / len(self.arms))
+        if self._options.population:
+            # A population larger than the arm's share never fills: the share is the same
+            # search, without allocating for members that never come.
+            return min(self._options.population, share)
         return max(4, min(20, math.ceil(share / 3)))
 
     @cached_property

@@ -21,6 +21,8 @@ from searchsvc.searchers.space import build_config
 from searchsvc.searchers.space import trial_seed as _mix
 from searchsvc.spec import StudySpec
 
+MAX_RUNGS = 100  # a reduction factor of 2 fits 100 rungs below 10^30 steps
+
 
 class HyperbandOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -57,6 +59,14 @@ class HyperbandSearcher(Searcher):
             issues.append(spec.source.issue(
                 ("searcher_options", "grace_period"), f"must not exceed budget.max_steps "
                 f"({spec.budget.max_steps})", grace))
+            return issues
+        factor = options.reduction_factor  # type: ignore[attr-defined]
+        rungs = int(math.log(spec.budget.max_steps / grace) / math.log(factor)) + 1
+        if rungs > MAX_RUNGS:  # the schedule lists every rung of every bracket, per trial
+            issues.append(spec.source.issue(
+                ("searcher_options", "reduction_factor"), f"makes {rungs} rungs between "
+                f"grace_period and budget.max_steps; at most {MAX_RUNGS} (a larger factor)",
+                factor))
         return issues
 
     @cached_property

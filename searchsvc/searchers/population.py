@@ -30,7 +30,7 @@ class PbtOptions(BaseModel):
     synch: bool = Field(default=False, description=(
         "decide exploit/explore only once the whole population reached the same step "
         "(Ray Tune's synchronous PBT): slower, but the outcome does not depend on timing"))
-    levels: int = Field(default=16, ge=3, description=(
+    levels: int = Field(default=16, ge=3, le=1_000, description=(
         "values per continuous range that pbt moves between (neighbours on the range's scale)"))
 
 
@@ -106,7 +106,7 @@ def _levels(param: Parameter, count: int) -> tuple[Any, ...]:
     if isinstance(param, ChoiceParameter):
         return tuple(param.values)
     assert isinstance(param, RangeParameter)
-    if param.is_discrete and len(param.grid()) <= count:
+    if param.is_discrete and param.grid_size <= count:  # counted: the range may be huge
         return tuple(param.grid())
     values = [param.from_unit(u) for u in np.linspace(0.0, 1.0, count)]
     return tuple(dict.fromkeys(values))

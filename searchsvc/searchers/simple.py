@@ -7,7 +7,11 @@ re-creates exactly the trials it had not finished.
 from __future__ import annotations
 
 import itertools
+from collections import ChainMap
+from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 from scipy.stats import qmc
@@ -19,10 +23,12 @@ from searchsvc.searchers.space import (
     Config,
     build_config,
     config_from_unit,
+    fill_context,
     nuisance_dimensions,
     scientific_arms,
 )
-from searchsvc.spec import StudySpec
+from searchsvc.spec import Parameter, StudySpec
+from searchsvc.spec.limits import value_count
 
 
 class RandomSearcher(Searcher):
@@ -77,9 +83,11 @@ class GridSearcher(Searcher):
         ]
         if issues:
             return issues
-        size = len(_grid(spec))
         trials = spec.budget.trials
-        if trials is not None and trials % size != 0:
+        if trials is None:
+            return issues  # the whole grid, once: nothing to compare its size with
+        size = grid_size(spec)
+        if trials % size != 0:
             issues.append(spec.source.issue(
                 ("budget", "trials"), f"the grid has {size} points; budget.trials must be a "
                 f"multiple of that (or omitted)", trials))
@@ -90,24 +98,89 @@ class GridSearcher(Searcher):
         return self.spec.budget.trials or len(self._grid)
 
     @cached_property
-    def _grid(self) -> list[tuple[Arm, Config]]:
+    def _grid(self) -> list[tuple[Arm, GridPoint]]:
         return _grid(self.spec)
 
+    @cached_property
+    def _axes(self) -> _Axes:
+        return _Axes.of(self.spec)
+
     def propose(self, number: int) -> Proposal:
-        arm, config = self._grid[number % len(self._grid)]
-        return Proposal(number, config, arm, self.seed_for(number))
+        arm, point = self._grid[number % len(self._grid)]
+        return Proposal(number, self._axes.config(self.spec, arm, point), arm,
+                        self.seed_for(number))
 
 
-def _grid(spec: StudySpec) -> list[tuple[Arm, Config]]:
-    """The distinct configs of the full grid, arms taking turns (balanced prefixes)."""
-    dims = nuisance_dimensions(spec)
-    per_arm: list[list[tuple[Arm, Config]]] = []
-    for arm in scientific_arms(spec):
-        configs: list[Config] = []
-        for combo in itertools.product(*(p.choices() for p in dims)):
-            config = build_config(spec, arm, dict(zip((p.name for p in dims), combo, strict=True)))
-            if config not in configs:
-                configs.append(config)
-        per_arm.append([(arm, c) for c in configs])
+# A grid point within its arm: per varying nuisance parameter, (value,) when it is active and
+# () when its conditions leave it out. Plain tuples: hashable, small, and picklable.
+GridPoint = tuple[tuple[Any, ...], ...]
+
+
+@dataclass(frozen=True)
+class _Axes:
+    """The grid's nuisance parameters: those with one value (the same in every config) and
+    those the grid varies. A point records only the varying ones: two combinations give the
+    same config exactly when they agree on the varying parameters that are active (every
+    other value and condition follows from those), so that short key finds duplicates, in a
+    set. Only ``moving`` parameters (ancestors, by ``when``, of a varying one and depending on
+    one) are evaluated per combination; ``settled`` ones once per arm; others never."""
+
+    constant: dict[str, Any]
+    varying: tuple[Parameter, ...]
+    settled: tuple[Parameter, ...]
+    moving: tuple[Parameter, ...]
+
+    @classmethod
+    def of(cls, spec: StudySpec) -> _Axes:
+        dims = nuisance_dimensions(spec)
+        varying = tuple(p for p in dims if value_count(p) != 1)
+        ordered = [spec.parameters[name] for name in spec.parameter_order]
+        needed = {p.name for p in varying}  # and, below, everything their conditions read
+        for param in reversed(ordered):  # parents come first in the order: one pass
+            if param.name in needed:
+                needed.update(c.parent for c in param.when)
+        moves = {p.name for p in varying}
+        for param in ordered:
+            if any(c.parent in moves for c in param.when):
+                moves.add(param.name)
+        relevant = [p for p in ordered if p.name in needed]
+        return cls(constant={p.name: p.choices()[0] for p in dims if value_count(p) == 1},
+                   varying=varying,
+                   settled=tuple(p for p in relevant if p.name not in moves),
+                   moving=tuple(p for p in relevant if p.name in moves))
+
+    def points(self, arm: Arm) -> Iterator[GridPoint]:
+        """The arm's distinct points, in the order of their first combination in the
+        Cartesian product of the varying values: time linear in the product's size."""
+        names = [p.name for p in self.varying]
+        base: dict[str, Any] = {}
+        fill_context(self.settled, arm, self.constant, base)
+        seen: set[GridPoint] = set()
+        for combo in itertools.product(*(p.choices() for p in self.varying)):
+            context: ChainMap[str, Any] = ChainMap({}, base)
+            fill_context(self.moving, arm, ChainMap(dict(zip(names, combo, strict=True)),
+                                                    self.constant), context)
+            point = tuple((context[n],) if n in context else () for n in names)
+            if point not in seen:
+                seen.add(point)
+                yield point
+
+    def config(self, spec: StudySpec, arm: Arm, point: GridPoint) -> Config:
+        values = {p.name: v[0] for p, v in zip(self.varying, point, strict=True) if v}
+        return build_config(spec, arm, {**self.constant, **values})
+
+
+def grid_size(spec: StudySpec) -> int:
+    """The number of distinct configs of the grid (conditions applied), counted without
+    keeping them. Enumerates the product of the value counts: callers keep that within
+    ``SpecLimits.max_grid_points`` (see :func:`searchsvc.spec.limits.limit_issues`)."""
+    axes = _Axes.of(spec)
+    return sum(sum(1 for _ in axes.points(arm)) for arm in scientific_arms(spec))
+
+
+def _grid(spec: StudySpec) -> list[tuple[Arm, GridPoint]]:
+    """The distinct points of the full grid, arms taking turns (balanced prefixes)."""
+    axes = _Axes.of(spec)
+    per_arm = [[(arm, p) for p in axes.points(arm)] for arm in scientific_arms(spec)]
     merged = itertools.zip_longest(*per_arm)
     return [item for row in merged for item in row if item is not None]

@@ -8,7 +8,7 @@ nuisance parameters; fixed parameters are copied into every config.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,10 +30,14 @@ class Arm:
 
 
 def scientific_arms(spec: StudySpec) -> list[Arm]:
-    """Every distinct combination of scientific values, conditions applied, in file order."""
+    """Every distinct combination of scientific values, conditions applied, in file order.
+    Enumerates the product of the scientific parameters' values: callers keep it within
+    ``SpecLimits.max_arms`` (see :func:`searchsvc.spec.limits.limit_issues`)."""
     scientific = [p for p in _ordered(spec) if p.role == "scientific"]
     fixed = {p.name: p.value for p in spec.fixed if isinstance(p, FixedParameter)}
-    arms: list[dict[str, Any]] = []
+    # Keyed by the values themselves (scientific values are plain scalars): a combination
+    # that conditions make equal to an earlier one is found in O(1), not by a scan.
+    arms: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
     for combo in itertools.product(*(p.choices() for p in scientific)):
         context = dict(fixed)
         values: dict[str, Any] = {}
@@ -41,12 +45,10 @@ def scientific_arms(spec: StudySpec) -> list[Arm]:
             if param.is_active(context):
                 context[param.name] = value
                 values[param.name] = value
-        if values not in arms:
-            arms.append(values)
-    file_order = list(spec.parameters)
-    return [
-        Arm(i, {k: a[k] for k in sorted(a, key=file_order.index)}) for i, a in enumerate(arms)
-    ]
+        arms.setdefault(tuple(values.items()), values)
+    position = {name: i for i, name in enumerate(spec.parameters)}
+    return [Arm(i, {k: a[k] for k in sorted(a, key=position.__getitem__)})
+            for i, a in enumerate(arms.values())]
 
 
 def nuisance_dimensions(spec: StudySpec) -> tuple[Parameter, ...]:
@@ -59,7 +61,16 @@ def build_config(spec: StudySpec, arm: Arm, nuisance: Mapping[str, Any]) -> Conf
     """The config a trial receives: fixed values, the arm's scientific values, and the given
     nuisance values, keeping only parameters whose conditions hold, in file order."""
     context: Config = {}
-    for param in _ordered(spec):
+    fill_context(_ordered(spec), arm, nuisance, context)
+    return {name: context[name] for name in spec.parameters if name in context}
+
+
+def fill_context(params: Iterable[Parameter], arm: Arm, nuisance: Mapping[str, Any],
+                 context: MutableMapping[str, Any]) -> None:
+    """Give each of ``params`` (in dependency order) whose conditions hold in ``context`` its
+    value there: fixed, the arm's, or from ``nuisance``. :func:`build_config` over all the
+    parameters; over a part closed under ``when`` parents, the same values for that part."""
+    for param in params:
         if not param.is_active(context):
             continue
         if isinstance(param, FixedParameter):
@@ -69,7 +80,6 @@ def build_config(spec: StudySpec, arm: Arm, nuisance: Mapping[str, Any]) -> Conf
                 context[param.name] = arm.values[param.name]
         elif param.name in nuisance:
             context[param.name] = nuisance[param.name]
-    return {name: context[name] for name in spec.parameters if name in context}
 
 
 def config_from_unit(spec: StudySpec, arm: Arm, point: Sequence[float]) -> Config:

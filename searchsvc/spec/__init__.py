@@ -4,6 +4,7 @@ Knows nothing of Ray, the store or searchers.
 """
 
 from searchsvc.spec.file_schema import json_schema
+from searchsvc.spec.limits import DEFAULT_LIMITS, SpecLimits
 from searchsvc.spec.model import (
     Budget,
     Checkpoints,
@@ -19,6 +20,7 @@ from searchsvc.spec.source import SpecSource
 from searchsvc.spec.validate import load_spec, parse_spec
 
 __all__ = [
+    "DEFAULT_LIMITS",
     "Budget",
     "Checkpoints",
     "ChoiceParameter",
@@ -27,6 +29,7 @@ __all__ = [
     "Parameter",
     "RangeParameter",
     "Resources",
+    "SpecLimits",
     "SpecSource",
     "StudySpec",
     "json_schema",

@@ -12,6 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator
 
+from searchsvc.spec.references import ModuleCallable
+
 STUDY_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
 OBJECTIVE_REF = re.compile(
     r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_.]*"
@@ -89,7 +91,7 @@ class StudyFile(_FileModel):
 
     study: str = Field(description="Unique study name: [a-z0-9][a-z0-9_-]*")
     description: str = ""
-    objective: str = Field(description='"module:callable" of the training function.')
+    objective: ModuleCallable = Field(description='"module:callable" of the training function.')
     backend: str = Field("ray", description="ray | keras_tuner | autokeras")
     backend_options: dict[str, Any] = Field(default_factory=dict, description=(
         "validated per backend (keras_tuner: data, batch_size; autokeras: task options)"))

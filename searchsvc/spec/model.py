@@ -11,9 +11,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
+from searchsvc.spec.references import CALLABLE_FIELD
 from searchsvc.spec.source import SpecSource
 
 Role = Literal["scientific", "nuisance", "fixed"]
@@ -32,7 +35,14 @@ class Condition:
     values: tuple[Scalar, ...]
 
     def holds(self, config: Mapping[str, Any]) -> bool:
-        return self.parent in config and config[self.parent] in self.values
+        return self.parent in config and _member(config[self.parent], self.values,
+                                                 self._value_set)
+
+    @cached_property
+    def _value_set(self) -> frozenset[Scalar]:
+        # holds() runs for every parameter of every config a searcher builds: keep it O(1)
+        # however many values a condition lists.
+        return frozenset(self.values)
 
 
 @dataclass(frozen=True)
@@ -77,8 +87,10 @@ class RangeParameter(_ParameterBase):
         """Map ``u`` in [0, 1) to a value, uniformly in the parameter's own scale."""
         u = min(max(u, 0.0), 1.0)
         if self.step is not None or (self.kind == "int" and self.scale == "linear"):
-            choices = self.grid()
-            return choices[min(int(u * len(choices)), len(choices) - 1)]
+            size = self.grid_size
+            # Beyond 2**53 values a float product would be inexact or overflow: exact instead.
+            index = int(u * size) if size < 2**53 else math.floor(Fraction(u) * size)
+            return self.grid_value(min(index, size - 1))
         if self.scale == "log":
             value = math.exp(math.log(self.low) + u * (math.log(self.high) - math.log(self.low)))
         else:
@@ -87,16 +99,55 @@ class RangeParameter(_ParameterBase):
             return int(min(max(round(value), self.low), self.high))
         return float(min(max(value, self.low), self.high))
 
-    def grid(self) -> tuple[float | int, ...]:
-        """Every value of a discrete range, in order. Continuous ranges have no grid."""
+    @property
+    def grid_size(self) -> int:
+        """How many values a discrete range has, computed (never enumerated)."""
         if not self.is_discrete:
             raise ValueError(f"{self.name} is continuous and has no grid")
-        step = self.step if self.step is not None else 1
-        count = math.floor((self.high - self.low) / step + 1e-9) + 1
-        values = [self.low + i * step for i in range(count)]
         if self.kind == "int":
-            return tuple(round(v) for v in values)
-        return tuple(round(v, 12) for v in values)
+            return (int(self.high) - int(self.low)) // int(self.step or 1) + 1
+        assert self.step is not None
+        return math.floor((self.high - self.low) / self.step + 1e-9) + 1
+
+    def grid_value(self, index: int) -> float | int:
+        """The ``index``-th value of the grid (0-based), as :meth:`grid` would list it."""
+        if not 0 <= index < self.grid_size:
+            raise IndexError(f"{self.name} has {self.grid_size} grid values; no index {index}")
+        if self.kind == "int":
+            return int(self.low) + index * int(self.step or 1)
+        assert self.step is not None
+        return round(self.low + index * self.step, 12)
+
+    def grid(self) -> tuple[float | int, ...]:
+        """Every value of a discrete range, in order. Continuous ranges have no grid.
+        Allocates :attr:`grid_size` values: callers that may meet a large range count with
+        :attr:`grid_size` and index with :meth:`grid_value` instead."""
+        return tuple(self.grid_value(i) for i in range(self.grid_size))
+
+    def takes(self, value: Any) -> bool:
+        """Whether ``value`` equals (==) one of the grid's values, computed arithmetically."""
+        return self.grid_index(value) is not None
+
+    def grid_index(self, value: Any) -> int | None:
+        """The index of ``value`` in the grid (the ``i`` with ``grid_value(i) == value``), or
+        None when the grid does not hold it. Computed, not searched."""
+        if not self.is_discrete or not isinstance(value, int | float):
+            return None
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if self.kind == "int":
+            step = int(self.step or 1)
+            offset = int(value) - int(self.low)
+            inside = value == int(value) and self.low <= value <= self.high
+            return offset // step if inside and offset % step == 0 else None
+        assert self.step is not None
+        try:
+            near = round((value - self.low) / self.step)
+        except OverflowError:  # an int far beyond float range
+            return None
+        # The grid's values are rounded to 12 decimals: look at the neighbours too.
+        return next((i for i in (near, near - 1, near + 1)
+                     if 0 <= i < self.grid_size and self.grid_value(i) == value), None)
 
     def choices(self) -> tuple[Scalar, ...]:
         return self.grid()
@@ -117,6 +168,14 @@ class ChoiceParameter(_ParameterBase):
     def choices(self) -> tuple[Scalar, ...]:
         return self.values
 
+    def takes(self, value: Any) -> bool:
+        """Whether ``value`` equals (==) one of ``values``."""
+        return _member(value, self.values, self._value_set)
+
+    @cached_property
+    def _value_set(self) -> frozenset[Scalar]:
+        return frozenset(self.values)
+
 
 @dataclass(frozen=True)
 class FixedParameter(_ParameterBase):
@@ -130,8 +189,20 @@ class FixedParameter(_ParameterBase):
     def choices(self) -> tuple[Any, ...]:
         return (self.value,)
 
+    def takes(self, value: Any) -> bool:
+        return bool(value == self.value)
+
 
 Parameter = RangeParameter | ChoiceParameter | FixedParameter
+
+
+def _member(value: Any, values: tuple[Any, ...], value_set: frozenset[Any]) -> bool:
+    """``value in values`` in O(1) for hashable values (a fixed parameter's list or mapping
+    value is not hashable: compared one by one)."""
+    try:
+        return value in value_set
+    except TypeError:
+        return value in values
 
 
 @dataclass(frozen=True)
@@ -161,7 +232,7 @@ class StudySpec:
     which every parameter comes after the parameters its ``when`` depends on."""
 
     name: str
-    objective: str
+    objective: str = field(metadata=CALLABLE_FIELD)
     metric: str
     mode: Mode
     parameters: Mapping[str, Parameter]

@@ -18,6 +18,8 @@ from searchsvc.errors import SpecError, SpecIssue
 MAX_FILE_BYTES = 1 << 20  # a study file is hand-written; anything this big is a mistake
 MAX_NODES = 100_000  # bounds alias expansion ("billion laughs") and absurdly large files
 MAX_DEPTH = 50
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_VALUE_TAG = "tag:yaml.org,2002:value"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 Path = tuple[str | int, ...]
@@ -68,30 +70,60 @@ class SpecSource:
 
 
 class _Converter:
+    """Turns the node graph into plain data. Every node is counted each time it is reached, so
+    a node reached through many aliases counts many times: the count is the size of the data
+    being built, and conversion stops once it passes MAX_NODES, whatever the aliases multiply
+    to. PyYAML's own merge ("<<") and alias expansion, which count nothing, are never used."""
+
     def __init__(self, loader: _Loader, file: str):
         self.loader = loader
         self.file = file
         self.lines: dict[Path, int] = {}
         self.issues: list[SpecIssue] = []
         self.nodes = 0
+        self.seen: set[int] = set()  # ids of the nodes reached so far
+        self.aliased = False  # some node was reached twice (through an alias)
+        self.open: set[int] = set()  # ids of the nodes being converted (to spot recursion)
 
     def issue(self, path: Path, line: int, message: str) -> None:
         self.issues.append(SpecIssue(path, message, line=line, file=self.file))
 
     def convert(self, node: yaml.Node, path: Path, depth: int = 0) -> Any:
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            raise _TooLarge(node.start_mark.line + 1)
+        line = node.start_mark.line + 1
+        self._count(node, line, path)
+        if id(node) in self.open:
+            raise _Recursive(line)
         if depth > MAX_DEPTH:
-            raise _TooDeep(node.start_mark.line + 1)
-        self.lines.setdefault(path, node.start_mark.line + 1)
-        if isinstance(node, yaml.MappingNode):
-            return self._mapping(node, path, depth)
-        if isinstance(node, yaml.SequenceNode):
+            raise _TooDeep(line)
+        self.lines.setdefault(path, line)
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node, path, line)
+        self.open.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path, depth)
             return [self.convert(item, (*path, i), depth + 1) for i, item in enumerate(node.value)]
-        value = self.loader.construct_object(node, deep=True)
+        finally:
+            self.open.discard(id(node))
+
+    def _count(self, node: yaml.Node, line: int, path: Path) -> None:
+        self.nodes += 1
+        if id(node) in self.seen:
+            self.aliased = True
+        self.seen.add(id(node))
+        if self.nodes > MAX_NODES:
+            # Point at the top-level field that grew too large: where an alias bomb goes off,
+            # not somewhere inside the anchor it repeats.
+            raise _TooLarge(self.lines.get(path[:1], line), self.aliased)
+
+    def _scalar(self, node: yaml.ScalarNode, path: Path, line: int) -> Any:
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except ValueError as exc:  # e.g. an int of more than 4300 digits, a 13th month
+            self.issue(path, line, _unreadable(node, exc))
+            return None
         if isinstance(value, str):
-            value = self._text(value, path, node.start_mark.line + 1)
+            value = self._text(value, path, line)
         return value
 
     def _text(self, value: str, path: Path, line: int) -> str:
@@ -109,17 +141,21 @@ class _Converter:
         return _SURROGATE.sub("\ufffd", joined)
 
     def _mapping(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[str, Any]:
-        self.loader.flatten_mapping(node)  # applies YAML merge keys ("<<")
-        result: dict[str, Any] = {}
+        # YAML merge keys ("<<: *defaults"): the merged keys come first, keys written here
+        # override them, and of several merged mappings the first one listed wins.
+        result = self._merged(node, path, depth)
         first_line: dict[str, int] = {}
         for key_node, value_node in node.value:
             line = key_node.start_mark.line + 1
+            if key_node.tag == _MERGE_TAG:
+                continue
             if not isinstance(key_node, yaml.ScalarNode):
                 self.issue(path, line, "keys must be plain names, not lists or mappings")
                 continue
-            key = self.loader.construct_object(key_node)
-            key = self._text(key, path, line) if isinstance(key, str) else str(key)
-            if key in result:
+            key = self._key(key_node, path, line)
+            if key is None:
+                continue
+            if key in first_line:
                 self.issue(
                     (*path, key), line, f"duplicate key (first defined on line {first_line[key]})"
                 )
@@ -129,14 +165,60 @@ class _Converter:
             result[key] = self.convert(value_node, (*path, key), depth + 1)
         return result
 
+    def _key(self, node: yaml.ScalarNode, path: Path, line: int) -> str | None:
+        if node.tag == _VALUE_TAG:  # a bare "=" key: plain text, as PyYAML reads it
+            node.tag = "tag:yaml.org,2002:str"
+        try:
+            key = self.loader.construct_object(node)
+        except ValueError as exc:
+            self.issue(path, line, _unreadable(node, exc))
+            return None
+        return self._text(key, path, line) if isinstance(key, str) else str(key)
+
+    def _merged(self, node: yaml.MappingNode, path: Path, depth: int) -> dict[str, Any]:
+        """The keys that the mapping's "<<" entries merge into it."""
+        merged: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag != _MERGE_TAG:
+                continue
+            line = key_node.start_mark.line + 1
+            sources = (value_node.value if isinstance(value_node, yaml.SequenceNode)
+                       else [value_node])
+            if not all(isinstance(source, yaml.MappingNode) for source in sources):
+                self.issue(path, line, "`<<` (a YAML merge key) takes a mapping or a list of "
+                           "mappings")
+                continue
+            for source in sources:
+                for key, value in self.convert(source, path, depth).items():
+                    merged.setdefault(key, value)
+        return merged
+
+
+def _unreadable(node: yaml.ScalarNode, exc: ValueError) -> str:
+    if node.tag.endswith(":int"):
+        return f"integer is too long ({len(node.value)} characters)"
+    return f"cannot read {node.value[:40]!r} as a {node.tag.rsplit(':', 1)[-1]}: {exc}"
+
 
 class _TooLarge(Exception):
-    def __init__(self, line: int):
+    def __init__(self, line: int, aliased: bool = False):
         self.line = line
+        self.aliased = aliased
 
 
 class _TooDeep(_TooLarge):
     pass
+
+
+class _Recursive(_TooLarge):
+    pass
+
+
+def _too_large(aliased: bool) -> str:
+    if aliased:
+        return (f"the file expands to more than {MAX_NODES} values (YAML aliases repeat "
+                "what they name: an alias bomb?)")
+    return f"the file holds more than {MAX_NODES} values; a study file needs far fewer"
 
 
 def load_yaml(text: str | bytes, file: str = "<spec>") -> tuple[Any, SpecSource]:
@@ -188,15 +270,15 @@ def read_yaml(text: str | bytes, file: str = "<spec>") -> tuple[Any, SpecSource,
         raise fail(f"not valid YAML: {problem}", line=line) from None
     except yaml.YAMLError as exc:
         raise fail(f"not valid YAML: {exc}") from None
+    except _Recursive as exc:
+        raise fail("document is recursive (an alias refers to a node that contains it)",
+                   line=exc.line) from None
     except _TooDeep as exc:
         raise fail(f"nesting is deeper than {MAX_DEPTH} levels", line=exc.line) from None
     except _TooLarge as exc:
-        raise fail(
-            f"document expands to more than {MAX_NODES} YAML nodes (alias bomb or huge file?)",
-            line=exc.line,
-        ) from None
-    except RecursionError:
-        raise fail("document is recursive (an alias refers to itself)") from None
+        raise fail(_too_large(exc.aliased), line=exc.line) from None
+    except RecursionError:  # PyYAML's parser recurses once per level of nesting
+        raise fail(f"nesting is deeper than {MAX_DEPTH} levels") from None
     finally:
         loader.dispose()
     return data, SpecSource(file=file, text=text, lines=converter.lines), converter.issues

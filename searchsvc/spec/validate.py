@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from pathlib import Path as FsPath
 from types import MappingProxyType
@@ -253,12 +253,13 @@ class _SemanticCheck:
         if not values:
             self.fail((*path, "values"), "must list at least one value", values)
             return None
-        seen: list[Any] = []
+        seen: set[tuple[type, Any]] = set()  # a set: a long list must not cost n^2 checks
         for i, v in enumerate(values):
-            if any(v == s and type(v) is type(s) for s in seen):
+            key = (type(v), v if isinstance(v, Hashable) else repr(v))
+            if key in seen:
                 self.fail((*path, "values", i), "duplicate value", v)
                 return None
-            seen.append(v)
+            seen.add(key)
         kind = raw.type or _infer_kind(values)
         if kind == "int" and not all(_is_int(v) for v in values):
             bad = next(v for v in values if not _is_int(v))
@@ -294,9 +295,9 @@ class _SemanticCheck:
             self.fail((*path, "type"), "a categorical parameter takes `values`, not low/high",
                       kind)
             return None
-        if not (math.isfinite(low) and math.isfinite(high)):
-            self.fail((*path, "low" if not math.isfinite(low) else "high"),
-                      "must be a finite number", low if not math.isfinite(low) else high)
+        if not (_is_finite(low) and _is_finite(high)):
+            self.fail((*path, "low" if not _is_finite(low) else "high"),
+                      "must be a finite number", low if not _is_finite(low) else high)
             return None
         if kind == "int":
             for key in ("low", "high", "step"):
@@ -317,6 +318,10 @@ class _SemanticCheck:
                 ok = False
             elif step <= 0:
                 self.fail((*path, "step"), "must be greater than 0", step)
+                ok = False
+            elif ok and not _is_finite((high - low) / step):
+                self.fail((*path, "step"), "is too small: high - low would take more than "
+                          "1e308 steps", step)
                 ok = False
             elif ok and not _divides(step, high - low):
                 self.fail((*path, "step"), f"must divide high - low ({high - low:g}) evenly",
@@ -375,16 +380,15 @@ class _SemanticCheck:
                       f"parameters; '{parent}' is nuisance", parent)
             return None
         values = wanted if isinstance(wanted, list) else [wanted]
-        choices = parent_param.choices()
         for v in values:
             if not isinstance(v, str | int | float | bool):
                 self.fail(path, "condition values must be single values or a list of them", v)
                 return None
             # A condition on a fixed parent may name another value: it documents the parameter
             # for the day the fixed value changes. A searched parent must be able to take it.
-            if parent_param.role != "fixed" and v not in choices:
-                shown = ", ".join(repr(c) for c in choices[:10])
-                self.fail(path, f"'{parent}' never takes this value (its values: {shown})", v)
+            if parent_param.role != "fixed" and not parent_param.takes(v):
+                self.fail(path, f"'{parent}' never takes this value (its values: "
+                          f"{_first_values(parent_param)})", v)
                 return None
         return Condition(parent=parent, values=tuple(values))
 
@@ -392,28 +396,35 @@ class _SemanticCheck:
         """Parameters ordered so that each comes after the ones its `when` names."""
         order: list[str] = []
         state: dict[str, str] = {}
-
-        def visit(name: str, trail: list[str]) -> None:
-            if state.get(name) == "done":
-                return
-            if state.get(name) == "visiting":
-                cycle = [*trail[trail.index(name):], name]
-                self.fail(("parameters", name, "when"),
-                          f"conditions form a cycle: {' -> '.join(cycle)}")
-                raise _Cycle
-            state[name] = "visiting"
-            for cond in params[name].when:
-                if cond.parent in params:
-                    visit(cond.parent, [*trail, name])
-            state[name] = "done"
-            order.append(name)
-
-        for name in params:
-            try:
-                visit(name, [])
-            except _Cycle:
-                return tuple(params)
+        for root in params:
+            if state.get(root) == "done":
+                continue
+            # Depth-first with an explicit stack: a long chain of `when`s must not exhaust
+            # Python's recursion limit.
+            trail = [root]
+            pending = [iter(self._parents(root, params))]
+            state[root] = "visiting"
+            while pending:
+                parent = next(pending[-1], None)
+                if parent is None:
+                    pending.pop()
+                    done = trail.pop()
+                    state[done] = "done"
+                    order.append(done)
+                elif state.get(parent) == "visiting":
+                    cycle = [*trail[trail.index(parent):], parent]
+                    self.fail(("parameters", parent, "when"),
+                              f"conditions form a cycle: {' -> '.join(cycle)}")
+                    return tuple(params)
+                elif state.get(parent) != "done":
+                    state[parent] = "visiting"
+                    trail.append(parent)
+                    pending.append(iter(self._parents(parent, params)))
         return tuple(order)
+
+    @staticmethod
+    def _parents(name: str, params: Mapping[str, Parameter]) -> list[str]:
+        return [c.parent for c in params[name].when if c.parent in params]
 
     # -- sections ----------------------------------------------------------------------------
 
@@ -441,12 +452,27 @@ class _SemanticCheck:
         return Resources(cpu=float(raw.cpu), gpu=float(raw.gpu))
 
 
-class _Cycle(Exception):
-    pass
-
-
 def _with_conditions(param: Parameter, when: tuple[Condition, ...]) -> Parameter:
     return replace(param, when=when)
+
+
+def _is_finite(v: float) -> bool:
+    """Finite, and within float range (an int of 400 digits is not)."""
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
+
+
+def _first_values(param: Parameter, count: int = 10) -> str:
+    """The first ``count`` values of a discrete parameter, for messages (never enumerates a
+    range beyond them)."""
+    if isinstance(param, RangeParameter):
+        shown = [param.grid_value(i) for i in range(min(count, param.grid_size))]
+        more = param.grid_size > count
+    else:
+        shown, more = list(param.choices()[:count]), len(param.choices()) > count
+    return ", ".join(repr(v) for v in shown) + (", ..." if more else "")
 
 
 def _is_int(v: Any) -> bool:
@@ -472,6 +498,8 @@ def _infer_kind(values: list[Any]) -> str:
 
 
 def _divides(step: float, width: float) -> bool:
+    if _is_int_literal(step) and _is_int_literal(width):
+        return width % step == 0  # exact, even beyond float precision
     ratio = width / step
     return abs(ratio - round(ratio)) < 1e-9 * max(1.0, abs(ratio))
 
