@@ -19,10 +19,19 @@ val_error within the budget. Verdict (PASS/FAIL): asha's median time to target a
 shorter than full-budget random search's, at --target (default: full-budget random search's
 median best, i.e. what random search finds with its whole budget).
 
+Steps for a result within noise (--equal trials only; with --model mlp, the claim
+tests/runner once asserted from a single run): per multi-fidelity searcher, its median
+epochs against full-budget random search's, and on how many seeds its best val_error was within
+noise (two standard errors of an error rate on the 360 validation images) of random search's
+best on the same seed. PASS: at most half random search's median epochs, and within noise on at
+least half the seeds.
+
     .venv/bin/python benchmarks/multifidelity.py [--target random-best|0.02]
         [--targets 0.03,0.025,...] [--seeds 5] [--model cnn|mlp] [--equal time|trials]
         [--searchers random,quasi_random,asha,hyperband,bohb] [--proposer random]
         [--json FILE]
+    .venv/bin/python benchmarks/multifidelity.py --model mlp --equal trials \
+        --searchers random,asha,hyperband,bohb
 
 ``--proposer random`` makes asha and hyperband propose random configurations like the random
 baseline (their default is quasi-random), which separates what early stopping gains from what
@@ -54,6 +63,7 @@ MANY_TRIALS = 500
 # Seconds the time limit allows beyond the budget: it counts from the Tuner's start, the
 # budget from the first trial's start, and results after the budget are ignored anyway
 START_ALLOWANCE_S = 15.0
+VAL_EXAMPLES = 360  # the digits validation split: 20% of 1797 images
 
 
 # --model cnn: two 64-channel convolutions, so an epoch costs more than starting a trial
@@ -164,6 +174,45 @@ def summarise(runs: dict[str, list[dict[str, Any]]], equal: str
             for searcher, rs in runs.items()}
 
 
+def noise(error: float) -> float:
+    """Two standard errors of a validation error rate measured on VAL_EXAMPLES images (at
+    least those of one error in VAL_EXAMPLES, so a perfect score still has some)."""
+    return 2 * math.sqrt(max(error * (1 - error), 1 / VAL_EXAMPLES) / VAL_EXAMPLES)
+
+
+def steps_verdicts(counted: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per multi-fidelity searcher, against full-budget random search on the same seeds: the
+    ratio of median epochs, and the seeds where its best was within noise of random search's
+    best. PASS: at most half the epochs, within noise on at least half the seeds."""
+    base = counted["random"]
+    verdicts = []
+    for searcher, runs in counted.items():
+        if searcher in FULL_BUDGET:
+            continue
+        ratio = (statistics.median(r["epochs"] for r in runs)
+                 / statistics.median(r["epochs"] for r in base))
+        close = sum(r["best"] <= b["best"] + noise(b["best"])
+                    for r, b in zip(runs, base, strict=True))
+        verdicts.append({"searcher": searcher, "epochs_ratio": ratio, "within_noise": close,
+                         "seeds": len(runs), "pass": ratio <= 0.5 and 2 * close >= len(runs)})
+    return verdicts
+
+
+def print_steps_table(counted: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    verdicts = steps_verdicts(counted)
+    print("\nEpochs for a result within noise of full-budget random search's (same trials, "
+          "same seeds; noise: two standard errors on 360 validation images)\n")
+    print("| searcher | epochs | epochs / random's | best within noise of random's | best "
+          "| verdict |\n|---|---|---|---|---|---|")
+    for v in verdicts:
+        runs = counted[v["searcher"]]
+        print(f"| {v['searcher']} | {statistics.median(r['epochs'] for r in runs):.0f} "
+              f"| {v['epochs_ratio']:.2f} | {v['within_noise']} of {v['seeds']} seeds "
+              f"| {statistics.median(r['best'] for r in runs):.4f} "
+              f"| {'PASS' if v['pass'] else 'FAIL'} |")
+    return verdicts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", default="random-best",
@@ -251,12 +300,16 @@ def main() -> None:
                    "pass": ratio >= 2}
         print(f"\n| target | measured | verdict |\n|---|---|---|\n| {verdict['target']} | "
               f"{verdict['measured']} | {'PASS' if verdict['pass'] else 'FAIL'} |")
+    steps = None
+    if args.equal == "trials" and "random" in counted and len(counted) > 1:
+        steps = print_steps_table(counted)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"model": args.model, "equal": args.equal,
                                          "proposer": args.proposer,
                                          "targets": targets, "runs": runs,
-                                         "verdict": verdict}, indent=2))
+                                         "verdict": verdict, "steps_verdicts": steps},
+                                        indent=2))
 
 
 if __name__ == "__main__":

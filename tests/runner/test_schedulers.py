@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 from ray.tune.schedulers import TrialScheduler
 
 from searchsvc.runner.context import META_KEY
@@ -51,6 +52,21 @@ IMPROVING = [1.0 - 0.05 * i for i in range(12)]  # every trial beats all before 
 def test_cutoff_rule_lets_every_improving_trial_go_on() -> None:
     s, _ = scheduler("cutoff")
     assert first_rung_actions(s, IMPROVING) == [TrialScheduler.CONTINUE] * 12
+
+
+def test_cutoff_rule_stops_a_trial_outside_the_top_third_so_far_and_reports_its_cutoff() -> None:
+    s, events = scheduler("cutoff")
+    # In this order: 0.9 is worse than 0.5; 0.1 beats the top third of (0.5, 0.9); 0.7 is
+    # outside that of (0.5, 0.9, 0.1), whose cutoff interpolates to 0.5 - (0.5 - 0.1) / 3;
+    # 0.3 is inside that of all four (cutoff 0.5).
+    actions = first_rung_actions(s, [0.5, 0.9, 0.1, 0.7, 0.3])
+    assert actions == [TrialScheduler.CONTINUE, TrialScheduler.STOP, TrialScheduler.CONTINUE,
+                       TrialScheduler.STOP, TrialScheduler.CONTINUE]
+    assert [(step, data["rung"], data["reason"], data["value"]) for step, data in events.stops
+            ] == [(1, 1, "below_cutoff", 0.9), (1, 1, "below_cutoff", 0.7)]
+    # in the metric's own units (loss, minimised), not Ray's negated ones
+    assert [data["cutoff"] for _, data in events.stops] == [
+        pytest.approx(0.5), pytest.approx(0.5 - 0.4 / 3)]
 
 
 def test_quota_lets_at_most_a_third_of_a_rung_go_on_and_says_why_it_stopped_the_rest() -> None:
