@@ -216,9 +216,37 @@ def _print_remote(study: dict) -> None:
 
 @app.command()
 def submit(spec: Annotated[Path, typer.Argument(help="Study file to submit.")],
-           server: ServerOpt = None, token: TokenOpt = None) -> None:
+           server: ServerOpt = None, token: TokenOpt = None,
+           code: Annotated[Path | None, typer.Option(
+               "--code", help="Upload this folder's code (as git would keep it) for the "
+               "objective to import on the cluster; needs a token made with --allow-code. "
+               "Default: the study file's folder when the objective's module is there.")] = None,
+           no_code: Annotated[bool, typer.Option(
+               "--no-code", help="Upload no code: the server must have the objective.")] = False,
+           ) -> None:
     """Submit a study file to a searchsvc server, which runs it."""
-    _print_remote(_client(server, token).submit(spec.read_text()))
+    from searchsvc.codebundle import pack
+    from searchsvc.spec import load_spec
+
+    client = _client(server, token)
+    text = spec.read_text()
+    folder = None if no_code else code or _own_code_folder(load_spec(spec).objective, spec)
+    sha = None
+    if folder is not None:
+        uploaded = client.upload_code(pack(folder))
+        sha = uploaded["sha256"]
+        out.print(f"code: {folder} ({uploaded['files']} files, {uploaded['bytes']} bytes) "
+                  f"sha256 {sha[:12]}")
+    _print_remote(client.submit(text, code=sha))
+
+
+def _own_code_folder(objective: str, spec: Path) -> Path | None:
+    """The study file's folder when the objective's module lives there (the user's own code,
+    which the server cannot have); None for an objective the server is to provide."""
+    from searchsvc.codebundle import module_in_bundle
+
+    folder = spec.resolve().parent
+    return folder if module_in_bundle(folder, objective.partition(":")[0]) else None
 
 
 @app.command()
@@ -257,9 +285,13 @@ app.add_typer(tokens, name="tokens")
 
 @tokens.command("create")
 def tokens_create(user: Annotated[str, typer.Argument(help="The user the token acts as.")],
-                  storage: StorageOpt = None) -> None:
+                  storage: StorageOpt = None,
+                  allow_code: Annotated[bool, typer.Option(
+                      "--allow-code", help="The token may upload code (submit --code), which "
+                      "then runs on the cluster with the service's rights: give it only to "
+                      "people you would give a shell on the cluster.")] = False) -> None:
     """Create an API token for USER and print it (only its hash is stored: keep it)."""
-    sys.stdout.write(_store(storage).create_token(user) + "\n")
+    sys.stdout.write(_store(storage).create_token(user, allow_code=allow_code) + "\n")
 
 
 @app.command()
@@ -274,6 +306,18 @@ def serve(
     max_running: Annotated[int, typer.Option(help="Studies run at once.")] = 1,
     num_cpus: Annotated[int | None, typer.Option(
         "--num-cpus", help="CPUs of each study's embedded Ray (without --address).")] = None,
+    max_trials: Annotated[int | None, typer.Option(
+        help="Trials one study may ask for [default: 10000].")] = None,
+    max_parameters: Annotated[int | None, typer.Option(
+        help="Parameters one study may declare [default: 100].")] = None,
+    max_grid_points: Annotated[int | None, typer.Option(
+        help="Points of a grid search [default: 10000].")] = None,
+    max_arms: Annotated[int | None, typer.Option(
+        help="Combinations of scientific values in one study [default: 1000].")] = None,
+    max_queued_per_user: Annotated[int, typer.Option(
+        help="Studies a user may have queued or running at once.")] = 20,
+    max_code_mb: Annotated[float, typer.Option(
+        help="Size of an uploaded code bundle once unpacked, in MB.")] = 100,
 ) -> None:
     """Run the REST API (OpenAPI at /docs and /openapi.json) and the studies submitted to it,
     each in its own driver process, on the Ray cluster at --address (else embedded Ray)."""
@@ -287,7 +331,24 @@ def serve(
     prefixes = tuple(p.strip() for p in allow_objectives.split(",") if p.strip())
     scheduler = StudyScheduler(store, address=address, max_running=max_running,
                                num_cpus=num_cpus, logs=searchsvc_home() / "service-logs")
-    api = create_app(store, ServiceConfig(allow_objectives=prefixes), scheduler)
+    from dataclasses import replace
+
+    from searchsvc.codebundle import BundleLimits
+    from searchsvc.service.app import SERVER_LIMITS
+    from searchsvc.spec import DEFAULT_LIMITS
+
+    given = {"max_trials": max_trials, "max_parameters": max_parameters,
+             "max_grid_points": max_grid_points, "max_arms": max_arms}
+    for name, value in given.items():  # drivers build searchers within searchsvc's own limits
+        if value is not None and not 1 <= value <= getattr(DEFAULT_LIMITS, name):
+            sys.stderr.write(f"--{name.replace('_', '-')} must be between 1 and "
+                             f"{getattr(DEFAULT_LIMITS, name)} (got {value})\n")
+            raise typer.Exit(2)
+    config = ServiceConfig(
+        allow_objectives=prefixes, max_queued_per_user=max_queued_per_user,
+        limits=replace(SERVER_LIMITS, **{k: v for k, v in given.items() if v is not None}),
+        code_limits=BundleLimits(max_unpacked_bytes=int(max_code_mb * 1024 * 1024)))
+    api = create_app(store, config, scheduler)
     # What is loaded now lives as long as the server: FastAPI, SQLAlchemy, pydantic, and what
     # submitting a study and writing a report import (loaded on first use, that took ~1 s of
     # the event loop). Left to the garbage collector, each full collection walks those ~10^5

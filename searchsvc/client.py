@@ -9,7 +9,15 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from searchsvc.errors import ConflictError, NotFoundError, ServiceError, SpecError
+from searchsvc.errors import (
+    CodeBundleError,
+    ConflictError,
+    LimitExceededError,
+    NotFoundError,
+    PermissionDeniedError,
+    ServiceError,
+    SpecError,
+)
 
 
 class RemoteSpecError(SpecError):
@@ -26,8 +34,14 @@ class ServiceClient:
             raise ServiceError("no server: pass --server URL or set SEARCHSVC_SERVER")
         self.server, self.token = server.rstrip("/"), token
 
-    def submit(self, spec_text: str) -> dict[str, Any]:
-        return self._json("POST", "/studies", spec_text.encode())
+    def submit(self, spec_text: str, code: str | None = None) -> dict[str, Any]:
+        """Create a study from ``spec_text``; ``code``: the sha256 of an uploaded bundle."""
+        query = f"?code={code}" if code else ""
+        return self._json("POST", f"/studies{query}", spec_text.encode())
+
+    def upload_code(self, archive: bytes) -> dict[str, Any]:
+        """Store a code bundle (see searchsvc.codebundle.pack); returns its sha256 and size."""
+        return self._json("POST", "/code", archive, content_type="application/gzip")
 
     def study(self, name: str) -> dict[str, Any]:
         return self._json("GET", f"/studies/{_quote(name)}")
@@ -44,11 +58,15 @@ class ServiceClient:
         path.write_bytes(data)
         return path
 
-    def _json(self, method: str, path: str, body: bytes | None = None) -> dict[str, Any]:
-        return json.loads(self._request(method, path, body))
+    def _json(self, method: str, path: str, body: bytes | None = None,
+              content_type: str | None = None) -> dict[str, Any]:
+        return json.loads(self._request(method, path, body, content_type))
 
-    def _request(self, method: str, path: str, body: bytes | None = None) -> bytes:
+    def _request(self, method: str, path: str, body: bytes | None = None,
+                 content_type: str | None = None) -> bytes:
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        if content_type:
+            headers["Content-Type"] = content_type
         request = urllib.request.Request(self.server + path, data=body, method=method,
                                          headers=headers)
         try:
@@ -75,6 +93,12 @@ def _error(status: int, body: bytes) -> Exception:
         return ConflictError(detail)
     if status == 401:
         return ServiceError(f"{detail} (pass --token or set SEARCHSVC_TOKEN)")
+    if status == 403:
+        return PermissionDeniedError(detail)
+    if status == 429:
+        return LimitExceededError(detail)
+    if status == 413:
+        return CodeBundleError(f"server answered 413: {detail}")
     return ServiceError(f"server answered {status}: {detail}")
 
 

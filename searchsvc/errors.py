@@ -98,3 +98,24 @@ class ServiceError(SearchsvcError):
 
     exit_code = 8
     http_status = 502
+
+
+class CodeBundleError(SearchsvcError):
+    """A code bundle cannot be packed, or the service refuses the archive it was sent."""
+
+    exit_code = 9
+    http_status = 422
+
+
+class PermissionDeniedError(SearchsvcError):
+    """The request's token may not do this (e.g. upload code without ``--allow-code``)."""
+
+    exit_code = 10
+    http_status = 403
+
+
+class LimitExceededError(SearchsvcError):
+    """The request asks for more than the service allows (e.g. studies queued per user)."""
+
+    exit_code = 11
+    http_status = 429

@@ -13,12 +13,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from searchsvc.backends.base import Backend
 from searchsvc.errors import ObjectiveError
+from searchsvc.spec.references import ModuleCallable
 
 
 class KerasTunerOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    data: str = Field(description=(
+    data: ModuleCallable = Field(description=(
         '"module:callable" returning (x_train, y_train, x_val, y_val), or a dict of '
         "keyword arguments for fit() (x, y, validation_data, ...)"))
     batch_size: int | None = Field(default=None, ge=1)

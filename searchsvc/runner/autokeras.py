@@ -11,6 +11,7 @@ from typing import Any
 
 from searchsvc.backends.autokeras import AutoKerasTrial, search
 from searchsvc.errors import ObjectiveError
+from searchsvc.runner.driver import code_path
 from searchsvc.runner.objective import resolve_objective, search_paths_for
 from searchsvc.runner.progress import Progress
 from searchsvc.spec import StudySpec
@@ -28,7 +29,7 @@ def run_autokeras(spec: StudySpec, study: StudyRecord, store: Store, progress: P
     resume = (directory / "search").exists()
     queue = Queue()
     task = ray.remote(num_cpus=spec.resources.cpu, num_gpus=spec.resources.gpu or 0)(_search)
-    ref = task.remote(spec.objective, search_paths_for(study.spec_file),
+    ref = task.remote(spec.objective, search_paths_for(study.spec_file, code_path(study)),
                       dict(spec.backend_options), spec.metric, spec.budget.trials,
                       spec.budget.max_steps, spec.seed, directory, resume, queue)
     progress.start()

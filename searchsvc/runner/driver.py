@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from searchsvc import provenance
+from searchsvc.codebundle import CodeBundle, module_in_bundle
 from searchsvc.errors import ConflictError, NotFoundError, RunnerError
 from searchsvc.runner.context import META_KEY
 from searchsvc.runner.objective import module_root, resolve_objective, search_paths_for
@@ -64,11 +65,18 @@ class RunOutcome:
 
 
 def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
-                 overwrite: bool = False, owner: str | None = None) -> StudyRecord:
+                 overwrite: bool = False, owner: str | None = None,
+                 code: CodeBundle | None = None) -> StudyRecord:
     """Record a new study (``overwrite`` deletes an existing one of the same name first;
-    ``owner``: the service user it belongs to)."""
+    ``owner``: the service user it belongs to; ``code``: the uploaded code its objective comes
+    from, which is then checked without being imported here)."""
     searcher = create_searcher(spec)
-    resolve_objective(spec.objective, search_paths_for(spec.source.file))
+    if code is None or not module_in_bundle(code.path, spec.objective.partition(":")[0]):
+        # Never from the bundle: the process creating a study does not run uploaded code.
+        resolve_objective(spec.objective, search_paths_for(spec.source.file))
+    found = provenance.collect(spec.source.file, spec.seed)
+    if code is not None:
+        found["code"] = code.provenance()
     if overwrite:
         with suppress(NotFoundError):  # nothing to replace is fine
             store.delete_study(spec.name)
@@ -79,7 +87,7 @@ def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
             if not spec.source.file.startswith("<") else spec.source.file,
             total_trials=searcher.total_trials,
             results_dir=str((options.results_root or searchsvc_home() / "results") / spec.name),
-            provenance=provenance.collect(spec.source.file, spec.seed), owner=owner,
+            provenance=found, owner=owner,
         )
     except ConflictError:
         existing = store.get_study(spec.name)
@@ -120,10 +128,10 @@ def run_study(name: str, store: Store, options: RunOptions) -> RunOutcome:
         if pending and spec.backend == "autokeras":
             from searchsvc.runner.autokeras import run_autokeras
 
-            with _ray_session(spec, options):
+            with _ray_session(spec, options, code_path(study)):
                 searched_all = run_autokeras(spec, study, store, progress, finished)
         elif pending:
-            with _ray_session(spec, options), ctrl_c.graceful():
+            with _ray_session(spec, options, code_path(study)), ctrl_c.graceful():
                 callback = _fit(spec, study, store, searcher, pending, history, progress,
                                 options)
     except KeyboardInterrupt:
@@ -162,7 +170,8 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     schedule = searcher.schedule()
     settings = TrialSettings(
         study=spec.name, objective=spec.objective,
-        search_paths=tuple(search_paths_for(study.spec_file)), metric=spec.metric,
+        search_paths=tuple(search_paths_for(study.spec_file, code_path(study))),
+        metric=spec.metric,
         mode=spec.mode, max_steps=spec.budget.max_steps,
         # PBT copies checkpoints between trials, so its objectives must save them.
         keep_checkpoints=spec.checkpoints.keep_best is not None
@@ -248,8 +257,10 @@ class _CtrlC:
 
 
 @contextmanager
-def _ray_session(spec: StudySpec, options: RunOptions) -> Iterator[None]:
-    """Use the Ray already initialised in this process, else start or attach one for the run."""
+def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
+                 ) -> Iterator[None]:
+    """Use the Ray already initialised in this process, else start or attach one for the run.
+    ``code``: the study's code bundle, every worker's working directory (and import path)."""
     import ray
 
     if ray.is_initialized():
@@ -257,11 +268,15 @@ def _ray_session(spec: StudySpec, options: RunOptions) -> Iterator[None]:
         return
     kwargs: dict[str, Any] = {"logging_level": logging.ERROR,
                               "log_to_driver": options.verbose}
+    runtime_env: dict[str, Any] = {"working_dir": code} if code else {}
     if options.address:
-        roots = [module_root(spec.objective, search_paths_for(spec.source.file))]
+        root = module_root(spec.objective, search_paths_for(spec.source.file))
+        if root is not None and code is None:
+            runtime_env["py_modules"] = [str(root)]
         kwargs["address"] = options.address
-        kwargs["runtime_env"] = {"py_modules": [str(r) for r in roots if r is not None]}
-    else:
+    if runtime_env:
+        kwargs["runtime_env"] = runtime_env
+    if not options.address:
         # "local": embedded even when `ray start` left a cluster's address on this machine.
         kwargs.update(address="local", num_cpus=options.num_cpus, num_gpus=options.num_gpus,
                       include_dashboard=False)
@@ -278,6 +293,12 @@ def _ray_session(spec: StudySpec, options: RunOptions) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+
+
+def code_path(study: StudyRecord) -> str | None:
+    """Where the study's uploaded code bundle lies, if it has one."""
+    code = study.provenance.get("code") or {}
+    return str(code["path"]) if code.get("path") else None
 
 
 def _driver_info() -> dict[str, Any]:

@@ -12,9 +12,10 @@ from typing import Any
 from searchsvc.errors import ObjectiveError
 
 
-def search_paths_for(spec_file: str | None) -> list[str]:
-    """The study file's folder, then the current folder (DESIGN.md, "The objective")."""
-    paths = []
+def search_paths_for(spec_file: str | None, code: str | None = None) -> list[str]:
+    """The study's code bundle (a service study's uploaded code), the study file's folder,
+    then the current folder (DESIGN.md, "The objective")."""
+    paths = [code] if code else []
     if spec_file and not spec_file.startswith("<"):
         paths.append(str(Path(spec_file).resolve().parent))
     paths.append(str(Path.cwd()))

@@ -1,28 +1,54 @@
 """The REST API (FastAPI; OpenAPI at /openapi.json): create studies from study files, list and
-read them and their trials. Every call but /health needs a bearer token; a user sees only
-their own studies (another user's answers 404, as an unknown one does); a submitted study may
-only name objectives under the server's allowed module prefixes."""
+read them and their trials, upload code bundles. Every call but /health needs a bearer token; a
+user sees only their own studies (another user's answers 404, as an unknown one does); a
+submitted study may only make the service import modules under the server's allowed prefixes,
+or from a code bundle that a token created with ``--allow-code`` uploaded. Every input costs
+bounded work: study files are held to :class:`SpecLimits` and validated in a worker thread
+with a time limit, so one request cannot stall the others."""
 
 # No `from __future__ import annotations`: FastAPI reads the dependency annotations at run time.
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import Annotated, Any
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
+import anyio
+import anyio.to_thread
 from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from searchsvc import __version__
-from searchsvc.errors import ConflictError, SearchsvcError, SpecError
+from searchsvc.codebundle import BundleLimits, CodeBundle, find_bundle, store_bundle
+from searchsvc.errors import (
+    ConflictError,
+    LimitExceededError,
+    PermissionDeniedError,
+    SearchsvcError,
+    SpecError,
+)
 from searchsvc.service.access import ReportFormat, ServiceStudies
 from searchsvc.service.scheduler import StudyScheduler
 from searchsvc.service.ui import SignInRequired, sign_in_redirect, ui_router
-from searchsvc.spec import json_schema
-from searchsvc.store import Store, StudyRecord, TrialRecord
+from searchsvc.spec import SpecLimits, StudySpec, json_schema
+from searchsvc.store import (
+    STUDY_CREATED,
+    STUDY_RUNNING,
+    Store,
+    StudyRecord,
+    TokenGrant,
+    TrialRecord,
+    searchsvc_home,
+)
 
 MAX_BODY_BYTES = 256 * 1024  # a study file is a few KB
+# What one study may ask of a shared server (each a `serve` option); tighter than what
+# `searchsvc validate` accepts on a user's own machine (searchsvc.spec.limits).
+SERVER_LIMITS = SpecLimits(max_trials=10_000, max_parameters=100, max_grid_points=10_000,
+                           max_arms=1_000)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -31,6 +57,11 @@ class ServiceConfig:
 
     allow_objectives: tuple[str, ...] = ("objectives.",)
     max_body_bytes: int = MAX_BODY_BYTES
+    limits: SpecLimits = SERVER_LIMITS
+    max_queued_per_user: int = 20  # studies created or running at once, per user
+    request_timeout_s: float = 10.0  # validating a study file, unpacking a bundle
+    code_root: Path = field(default_factory=lambda: searchsvc_home() / "code")
+    code_limits: BundleLimits = field(default_factory=BundleLimits)
 
 
 def create_app(store: Store, config: ServiceConfig | None = None,
@@ -56,15 +87,30 @@ def create_app(store: Store, config: ServiceConfig | None = None,
     # between threads cost more than the calls (benchmarks/service_load.py, 50 clients: p99 of
     # 318 against 133 ms). What can take long (reports, every step of every trial) stays in
     # threads.
-    async def user(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
-                   ) -> str:
-        name = store.user_for_token(credentials.credentials) if credentials else None
-        if name is None:
+    async def grant(credentials: Annotated[HTTPAuthorizationCredentials | None,
+                                           Depends(bearer)]) -> TokenGrant:
+        found = store.grant_for_token(credentials.credentials) if credentials else None
+        if found is None:
             raise HTTPException(401, "a valid bearer token is required",
                                 headers={"WWW-Authenticate": "Bearer"})
-        return name
+        return found
 
+    async def user(found: Annotated[TokenGrant, Depends(grant)]) -> str:
+        return found.user
+
+    Grant = Annotated[TokenGrant, Depends(grant)]
     User = Annotated[str, Depends(user)]
+    # CPU-heavy request work (validating a study file, unpacking a bundle) runs in at most two
+    # threads and is abandoned after request_timeout_s: the event loop, /health and other
+    # users' reads never wait for it.
+    heavy = anyio.CapacityLimiter(2)
+
+    async def off_loop(work: Callable[[], T], what: str) -> T:
+        with anyio.move_on_after(config.request_timeout_s):
+            return await anyio.to_thread.run_sync(work, limiter=heavy,
+                                                   abandon_on_cancel=True)
+        raise HTTPException(503, f"{what} took more than {config.request_timeout_s:g} s; "
+                            "try again, or ask for less")
 
     studies = ServiceStudies(store, scheduler)
     owned = studies.owned
@@ -86,24 +132,47 @@ def create_app(store: Store, config: ServiceConfig | None = None,
     # and the OpenAPI fuzz test (tests/service/test_openapi_fuzz.py) see what to send.
     @app.post("/studies", status_code=201,
               openapi_extra={"requestBody": _study_file_body()})
-    async def create(request: Request, owner: User) -> dict[str, Any]:
+    async def create(request: Request, token: Grant,
+                     code: Annotated[str | None, Query(
+                         description="sha256 of a code bundle uploaded with POST /code, which "
+                         "the study's objective imports from (needs a code token)",
+                         pattern="^[0-9a-f]{64}$")] = None) -> dict[str, Any]:
         """Create a study from a study file, sent as YAML or JSON. 422 carries exactly the
-        messages of ``searchsvc validate``."""
+        messages of ``searchsvc validate``, and names any module the server may not import."""
         body = await _limited_body(request, config.max_body_bytes)
-        from searchsvc.runner import RunOptions, create_study
-        from searchsvc.validation import validate_text
+        bundle = _bundle_for(code, token) if code is not None else None
 
-        spec = validate_text(body, file="<request>")
-        if not _allowed(spec.objective, config.allow_objectives):
-            raise HTTPException(422, f"objective {spec.objective!r} is not allowed: this server "
-                                "runs only objectives under the module prefixes "
-                                f"{', '.join(config.allow_objectives)} (serve "
-                                "--allow-objectives)")
-        try:
-            study = create_study(spec, store, RunOptions(), owner=owner)
-        except ConflictError:
-            raise HTTPException(409, f"a study named {spec.name!r} already exists") from None
-        return _study_json(study)
+        def create_checked() -> StudyRecord:
+            spec = _checked_spec(body, config, bundle)
+            _check_quota(store, token.user, config.max_queued_per_user)
+            from searchsvc.runner import RunOptions, create_study
+
+            try:  # imports an allowed objective to check it: seconds for torch, off the loop
+                return create_study(spec, store, RunOptions(), owner=token.user, code=bundle)
+            except ConflictError:
+                raise HTTPException(409, f"a study named {spec.name!r} already exists"
+                                    ) from None
+
+        return _study_json(await off_loop(create_checked, "creating the study"))
+
+    def _bundle_for(code: str, token: TokenGrant) -> CodeBundle:
+        _may_use_code(token)
+        bundle = find_bundle(config.code_root, code)
+        if bundle is None:
+            raise HTTPException(422, f"no code bundle {code}: upload it first (POST /code)")
+        return bundle
+
+    @app.post("/code", status_code=201, openapi_extra={"requestBody": _code_body()})
+    async def upload_code(request: Request, token: Grant) -> dict[str, Any]:
+        """Store a code bundle (a gzipped tar of the user's code, as ``searchsvc submit --code``
+        packs it) under its sha256; studies then name it with ``?code=``. Only tokens created
+        with ``--allow-code`` may: the code runs on the cluster with the service's rights."""
+        _may_use_code(token)
+        body = await _limited_bytes(request, config.code_limits.max_packed_bytes)
+        bundle = await off_loop(
+            lambda: store_bundle(body, config.code_root, config.code_limits),
+            "unpacking the code bundle")
+        return {"sha256": bundle.sha256, "files": bundle.files, "bytes": bundle.bytes}
 
     @app.get("/studies")
     async def list_studies(owner: User) -> list[dict[str, Any]]:
@@ -143,19 +212,59 @@ def create_app(store: Store, config: ServiceConfig | None = None,
     return app
 
 
-async def _limited_body(request: Request, limit: int) -> str:
+async def _limited_bytes(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HTTPException(413, f"request body over {limit} bytes")
-    body = b""
+    body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
             raise HTTPException(413, f"request body over {limit} bytes")
+    return bytes(body)
+
+
+async def _limited_body(request: Request, limit: int) -> str:
     try:
-        return body.decode()
+        return (await _limited_bytes(request, limit)).decode()
     except UnicodeDecodeError:
         raise HTTPException(422, "the study file must be UTF-8 text") from None
+
+
+def _checked_spec(body: str, config: ServiceConfig, bundle: CodeBundle | None) -> StudySpec:
+    """The valid spec in ``body`` within the server's limits, every module it imports allowed
+    (or in ``bundle``); nothing is imported to find out."""
+    from searchsvc.service.allowlist import refused_references
+    from searchsvc.validation import validate_text
+
+    spec = validate_text(body, file="<request>", limits=config.limits)
+    refused = refused_references(spec, config.allow_objectives,
+                                 bundle.path if bundle is not None else None)
+    if refused:
+        raise SpecError(refused)
+    return spec
+
+
+def _may_use_code(token: TokenGrant) -> None:
+    if not token.allow_code:
+        raise PermissionDeniedError(
+            f"this token (user {token.user!r}) may not upload or use code: ask the server's "
+            "admin for one made with `searchsvc tokens create NAME --allow-code`")
+
+
+def _check_quota(store: Store, user: str, limit: int) -> None:
+    active = len(store.list_studies(owner=user, states=(STUDY_CREATED, STUDY_RUNNING)))
+    if active >= limit:
+        raise LimitExceededError(
+            f"user {user!r} has {active} studies queued or running, the most this server "
+            f"allows (serve --max-queued-per-user {limit}); wait for one to finish or cancel one")
+
+
+def _code_body() -> dict[str, Any]:
+    return {"required": True, "description": "A gzipped tar of the code (searchsvc submit "
+            "--code packs one).",
+            "content": {"application/octet-stream": {
+                "schema": {"type": "string", "format": "binary"}}}}
 
 
 def _study_file_body() -> dict[str, Any]:
@@ -182,11 +291,6 @@ def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
         rest = {k: v for k, v in node.items() if k != "$ref"}
         return _inline_refs({**defs[ref.removeprefix("#/$defs/")], **rest}, defs)
     return {key: _inline_refs(value, defs) for key, value in node.items()}
-
-
-def _allowed(objective: str, prefixes: Sequence[str]) -> bool:
-    module = objective.partition(":")[0]
-    return any(module.startswith(p) or module == p.rstrip(".") for p in prefixes)
 
 
 def _study_json(s: StudyRecord) -> dict[str, Any]:

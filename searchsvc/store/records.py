@@ -117,3 +117,11 @@ class StudyRecord:
     trial_counts: Mapping[str, int] = field(default_factory=dict)
     best_value: float | None = None
     owner: str | None = None  # the service user it belongs to (None: made from the CLI)
+
+
+@dataclass(frozen=True)
+class TokenGrant:
+    """What an API token allows: the user it acts as, and whether it may upload code."""
+
+    user: str
+    allow_code: bool = False

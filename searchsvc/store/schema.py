@@ -3,7 +3,17 @@ seconds, structured fields are JSON text written by :mod:`searchsvc.store.jsonut
 
 from __future__ import annotations
 
-from sqlalchemy import Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
@@ -109,3 +119,6 @@ class TokenRow(Base):
     user: Mapped[str] = mapped_column(String(100), nullable=False)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
     created_at: Mapped[float] = mapped_column(Float, nullable=False)
+    # May upload code bundles (`searchsvc tokens create --allow-code`): runs anything.
+    allow_code: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False,
+                                             server_default=false())

@@ -29,6 +29,7 @@ from searchsvc.store.records import (
     TRIAL_STATES,
     Measurement,
     StudyRecord,
+    TokenGrant,
     TrialEvent,
     TrialRecord,
     improves,
@@ -191,19 +192,26 @@ class Store:
 
     # -- API tokens ----------------------------------------------------------------------------
 
-    def create_token(self, user: str) -> str:
-        """A new API token for ``user``; only its hash is stored, so this is the one chance to
-        read it."""
+    def create_token(self, user: str, *, allow_code: bool = False) -> str:
+        """A new API token for ``user`` (``allow_code``: it may upload code bundles); only its
+        hash is stored, so this is the one chance to read it."""
         token = secrets.token_urlsafe(32)
         with self._session() as s:
-            s.add(TokenRow(user=user, token_hash=_token_hash(token), created_at=time.time()))
+            s.add(TokenRow(user=user, token_hash=_token_hash(token), created_at=time.time(),
+                           allow_code=allow_code))
         return token
+
+    def grant_for_token(self, token: str) -> TokenGrant | None:
+        """Who ``token`` acts as and what it may do, or None for an unknown token."""
+        with self._session() as s:
+            row = s.execute(select(TokenRow.user, TokenRow.allow_code).where(
+                TokenRow.token_hash == _token_hash(token))).first()
+        return None if row is None else TokenGrant(row[0], bool(row[1]))
 
     def user_for_token(self, token: str) -> str | None:
         """The user ``token`` belongs to, or None for an unknown token."""
-        with self._session() as s:
-            return s.scalar(select(TokenRow.user).where(
-                TokenRow.token_hash == _token_hash(token)))
+        grant = self.grant_for_token(token)
+        return None if grant is None else grant.user
 
     def update_study(self, name: str, **fields: Any) -> StudyRecord:
         """Set study fields: state, total_trials, results_dir, started_at, finished_at,

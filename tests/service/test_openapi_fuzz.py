@@ -18,12 +18,16 @@ import yaml
 from fastapi.testclient import TestClient
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
+from schemathesis.transport.serialization import Binary
 
 from searchsvc.service import ServiceConfig, create_app
 from searchsvc.service.scheduler import StudyScheduler
 from searchsvc.store import Store
+from tests.archives import tar_gz
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
 SPEC = (ROOT / "spaces" / "quickstart.yaml").read_text()
 QUICKSTART: dict[str, Any] = yaml.safe_load(SPEC)
 STUDY = QUICKSTART["study"]
@@ -31,6 +35,8 @@ STUDY = QUICKSTART["study"]
 # coverage phases (boundary values, missing or wrong-typed parameters, missing token, other
 # methods) add a bounded number of their own: about 850 requests in all.
 MAX_EXAMPLES = 30
+ARCHIVES = [tar_gz(("train.py", b"def train(config):\n    return 0.0\n")),
+            tar_gz(("../escape.py", b"x")), tar_gz(("a/b.py", b"x"), ("/abs.py", b"x"))]
 
 Statuses = collections.Counter[tuple[str, int]]
 
@@ -53,10 +59,11 @@ def api_schema(tmp_path: Path) -> schemathesis.BaseSchema:
     """The app's OpenAPI document, loaded from the app in-process, over a fresh store where user
     "ada" (whose token schemathesis sends) owns study "quickstart"."""
     store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    token = store.create_token("ada")
+    # A code token: uploads (POST /code, POST /studies?code=) get past the permission check.
+    token = store.create_token("ada", allow_code=True)
     # A real scheduler, never started (see _without_lifespan): cancel and resume change the
     # study's state in the store, as on a server that runs studies, and nothing is launched.
-    app = create_app(store, ServiceConfig(max_body_bytes=20_000),
+    app = create_app(store, ServiceConfig(max_body_bytes=20_000, code_root=tmp_path / "code"),
                      scheduler=StudyScheduler(store))
     created = TestClient(app).post("/studies", content=SPEC,
                                    headers={"Authorization": f"Bearer {token}"})
@@ -97,6 +104,8 @@ def api_schema(tmp_path: Path) -> schemathesis.BaseSchema:
         """Half the study files: the quickstart's with the generated top-level fields laid over
         it. Generated files are almost never valid as a whole (the rules tie fields together),
         so without these no request would get past validation to study creation."""
+        if isinstance(body, Binary):  # POST /code: also real archives, good and hostile
+            return st.sampled_from([body, *(Binary(a) for a in ARCHIVES)])
         if not isinstance(body, dict):
             return st.just(body)
         overlaid = {**QUICKSTART, **{k: v for k, v in body.items() if k != "parameters"}}
@@ -124,6 +133,8 @@ def statuses(api_schema: schemathesis.BaseSchema) -> Iterator[Statuses]:
         operation = result.ok().label
         assert any(o == operation and status not in (401, 405) for o, status in seen), (
             f"{operation} never got past authentication", sorted(seen.items()))
+    # The upload got real archives: stored (201) and hostile ones refused (422).
+    assert seen["POST /code", 201] and seen["POST /code", 422], sorted(seen.items())
 
 
 schema = schemathesis.pytest.from_fixture("api_schema")

@@ -1,0 +1,59 @@
+"""Which code a submitted study may make the service import: every importable reference in the
+spec (found by walking the spec and the options models of its backend and searcher, see
+:mod:`searchsvc.spec.references`) must lie under one of the server's allowed module prefixes,
+or in the study's code bundle. Checked before anything is imported."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from searchsvc.backends import backend_class, backend_names
+from searchsvc.codebundle import module_in_bundle
+from searchsvc.errors import SpecIssue
+from searchsvc.searchers import searcher_class, searcher_names
+from searchsvc.spec import StudySpec
+from searchsvc.spec.references import Reference, references
+
+
+def spec_references(spec: StudySpec) -> list[Reference]:
+    """Every "module:callable" that running ``spec`` imports (spec must be valid)."""
+    found = references(spec)
+    backend = backend_class(spec.backend).Options.model_validate(dict(spec.backend_options))
+    searcher = searcher_class(spec.searcher).Options.model_validate(dict(spec.searcher_options))
+    return [*found, *references(backend, ("backend_options",)),
+            *references(searcher, ("searcher_options",))]
+
+
+def option_models() -> dict[str, type]:
+    """Every model a study's references can live in, by where it sits in the file."""
+    models: dict[str, type] = {"": StudySpec}
+    models.update({f"backend_options ({n})": backend_class(n).Options for n in backend_names()})
+    models.update({f"searcher_options ({n})": searcher_class(n).Options
+                   for n in searcher_names()})
+    return models
+
+
+def allowed_module(module: str, prefixes: Sequence[str]) -> bool:
+    """Whether ``module`` is under one of ``prefixes`` ("objectives." allows objectives.x)."""
+    return any(module.startswith(p) or module == p.rstrip(".") for p in prefixes)
+
+
+def refused_references(spec: StudySpec, prefixes: Sequence[str],
+                       bundle: Path | None = None) -> list[SpecIssue]:
+    """One issue per reference neither allowed by ``prefixes`` nor a module of ``bundle``."""
+    issues = []
+    for ref in spec_references(spec):
+        if allowed_module(ref.module, prefixes):
+            continue
+        if bundle is not None:
+            if module_in_bundle(bundle, ref.module):
+                continue
+            reason = ("is not in the uploaded code and not under this server's allowed module "
+                      f"prefixes ({', '.join(prefixes)})")
+        else:
+            reason = (f"is not allowed: this server imports only modules under the prefixes "
+                      f"{', '.join(prefixes)} (serve --allow-objectives), or from code uploaded "
+                      "with a token created with --allow-code (searchsvc submit --code DIR)")
+        issues.append(spec.source.issue(ref.path, f"module {ref.module!r} {reason}", ref.value))
+    return issues
