@@ -140,9 +140,10 @@ def create_app(store: Store, config: ServiceConfig | None = None,
         """Create a study from a study file, sent as YAML or JSON. 422 carries exactly the
         messages of ``searchsvc validate``, and names any module the server may not import."""
         body = await _limited_body(request, config.max_body_bytes)
-        bundle = _bundle_for(code, token) if code is not None else None
 
         def create_checked() -> StudyRecord:
+            # Finding the bundle walks its files (for provenance): off the loop too.
+            bundle = _bundle_for(code, token) if code is not None else None
             spec = _checked_spec(body, config, bundle)
             _check_quota(store, token.user, config.max_queued_per_user)
             from searchsvc.runner import RunOptions, create_study
