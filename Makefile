@@ -33,10 +33,12 @@ postgres:
 
 test: $(STAMP) browser postgres
 	$(BIN)/ruff check searchsvc objectives tests examples benchmarks
+	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check searchsvc objectives tests examples benchmarks
+	$(BIN)/mypy
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache *.egg-info

@@ -20,7 +20,7 @@ shorter than full-budget random search's, at --target (default: full-budget rand
 median best, i.e. what random search finds with its whole budget).
 
 Steps for a result within noise (--equal trials only; with --model mlp, the claim
-tests/runner once asserted from a single run): per multi-fidelity searcher, its median
+tests/driver once asserted from a single run): per multi-fidelity searcher, its median
 epochs against full-budget random search's, and on how many seeds its best val_error was within
 noise (two standard errors of an error rate on the 360 validation images) of random search's
 best on the same seed. PASS: at most half random search's median epochs, and within noise on at
@@ -76,8 +76,8 @@ CNN = """  model: {role: fixed, value: cnn}
 
 def run_one(searcher: str, seed: int, model: str = "cnn", trials: int = FULL_TRIALS,
             time_limit_s: float | None = None, proposer: str | None = None) -> dict[str, Any]:
-    from searchsvc.runner import RunOptions, create_study, run_study
-    from searchsvc.store import Store
+    from searchsvc.driver import RunOptions, create_study, run_study
+    from searchsvc.store import SqlStore
     from searchsvc.validation import validate_text
 
     text = SPACE.read_text()
@@ -93,7 +93,7 @@ def run_one(searcher: str, seed: int, model: str = "cnn", trials: int = FULL_TRI
     if model == "cnn":
         text = text.rstrip("\n") + "\n" + CNN
     with tempfile.TemporaryDirectory(prefix="multifidelity-") as tmp:
-        store = Store(f"sqlite:///{tmp}/store.sqlite")
+        store = SqlStore(f"sqlite:///{tmp}/store.sqlite")
         spec = validate_text(text, file=str(SPACE))
         run = RunOptions(results_root=Path(tmp) / "results", live_progress=False,
                          progress_stream=io.StringIO(), num_cpus=2)

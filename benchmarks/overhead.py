@@ -60,8 +60,8 @@ def _start_ray(workers: int) -> None:
 def run_searchsvc(workload: str, trials: int, workers: int, folder: Path) -> dict[str, Any]:
     from workloads import DIGITS_EPOCHS, TRIVIAL_STEPS
 
-    from searchsvc.runner import RunOptions, create_study, run_study
-    from searchsvc.store import Store
+    from searchsvc.driver import RunOptions, create_study, run_study
+    from searchsvc.store import SqlStore
     from searchsvc.validation import validate_text
 
     name, low, high, log = PARAMETER[workload]
@@ -72,7 +72,7 @@ def run_searchsvc(workload: str, trials: int, workers: int, folder: Path) -> dic
             f"resources: {{cpu: 1}}\nseed: 0\nparameters:\n"
             f"  {name}: {{role: nuisance, low: {low}, high: {high}"
             f"{', scale: log' if log else ''}}}\n")
-    store = Store(f"sqlite:///{folder / 'store.sqlite'}")
+    store = SqlStore(f"sqlite:///{folder / 'store.sqlite'}")
     spec = validate_text(text, file=str(BENCH / f"overhead_{workload}.yaml"))
     options = RunOptions(results_root=folder / "results", live_progress=False,
                          progress_stream=io.StringIO())

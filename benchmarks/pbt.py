@@ -53,9 +53,10 @@ def study_text(seed: int, variant: str, synch: bool) -> str:
 
 def run_one(seed: int, variant: str, synch: bool) -> dict[str, Any]:
     """One PBT run of the toy: its scores against the fixed-rate baselines of that seed."""
-    from searchsvc.runner import RunOptions, create_study, run_study
+    from searchsvc.core import EVENT_EXPLOIT
+    from searchsvc.driver import RunOptions, create_study, run_study
     from searchsvc.searchers import create_searcher
-    from searchsvc.store import EVENT_EXPLOIT, Store
+    from searchsvc.store import SqlStore
     from searchsvc.validation import validate_text
 
     spec = validate_text(study_text(seed, variant, synch), file=str(SPACE))
@@ -63,7 +64,7 @@ def run_one(seed: int, variant: str, synch: bool) -> dict[str, Any]:
     assert steps is not None
     ladder = create_searcher(spec).schedule().mutations["learning_rate"]  # type: ignore[union-attr]
     with tempfile.TemporaryDirectory(prefix="pbt-") as tmp:
-        store = Store(f"sqlite:///{tmp}/store.sqlite")
+        store = SqlStore(f"sqlite:///{tmp}/store.sqlite")
         run = RunOptions(results_root=Path(tmp) / "results", live_progress=False,
                          progress_stream=io.StringIO(), num_cpus=2)
         started = time.monotonic()

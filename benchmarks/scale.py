@@ -24,10 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE  # noqa: E402
 from searchsvc.report import write_report  # noqa: E402
 from searchsvc.searchers import create_searcher  # noqa: E402
 from searchsvc.spec import parse_spec  # noqa: E402
-from searchsvc.store import TRIAL_COMPLETED, TRIAL_INFEASIBLE, Store  # noqa: E402
+from searchsvc.store import SqlStore, Store  # noqa: E402
 
 SPEC = """study: scale
 objective: objectives.synthetic:playbook
@@ -118,13 +119,13 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=None, help="copy the report here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        sample = Store(f"sqlite:///{tmp}/sample.sqlite")
+        sample = SqlStore(f"sqlite:///{tmp}/sample.sqlite")
         took, results = ingest(sample, args.sample_trials, args.steps, per_step=True)
         rate = results / took
         print(f"ingestion: {results} results one per write in {took:.1f}s = {rate:.0f}/s",
               flush=True)
 
-        store = Store(f"sqlite:///{tmp}/scale.sqlite")
+        store = SqlStore(f"sqlite:///{tmp}/scale.sqlite")
         built, total = ingest(store, args.trials, args.steps, per_step=False)
         print(f"built {args.trials} trials ({total} results) in {built:.1f}s", flush=True)
         started = time.perf_counter()

@@ -147,9 +147,9 @@ def worker(args: argparse.Namespace) -> None:
 def populate(store: Any, name: str, owner: str, trials: int, steps: int) -> float:
     """A completed study of ``trials`` trials with ``steps`` measurements each, written through
     the Store API as the runner writes it (start, measurements, finish). Returns seconds."""
+    from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE
     from searchsvc.searchers import create_searcher
     from searchsvc.spec import parse_spec
-    from searchsvc.store import TRIAL_COMPLETED, TRIAL_INFEASIBLE
 
     text = BIG_SPEC.format(name=name, trials=trials, steps=steps)
     spec = parse_spec(text, file=f"{name}.yaml")
@@ -262,8 +262,8 @@ def main() -> None:
 
     from sqlalchemy.engine import make_url
 
-    from tests.postgres import fresh_database
-    from tests.service.served import running_service
+    from searchsvc.testing.postgres import fresh_database
+    from searchsvc.testing.served import running_service
 
     tmp = Path(tempfile.mkdtemp(prefix="service_load_"))
     suffix = secrets.token_hex(3)

@@ -1,4 +1,4 @@
-"""The `searchsvc` command line (DESIGN.md, "Command line").
+"""The `searchsvc` command line (docs/DESIGN.md, "Command line").
 
 Every user-caused error is a :class:`SearchsvcError`: its message is printed (never a traceback)
 and the process exits with the error's exit code (2 for a bad study file).
@@ -10,7 +10,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -18,7 +18,10 @@ from rich.table import Table
 
 from searchsvc import __version__
 from searchsvc.errors import SearchsvcError, SpecError
-from searchsvc.store import Store
+from searchsvc.store import Store, open_store
+
+if TYPE_CHECKING:
+    from searchsvc.usecases import StudyRun
 
 app = typer.Typer(
     name="searchsvc", no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
@@ -42,18 +45,18 @@ ResultsOpt = Annotated[Path | None, typer.Option(
 
 
 def _store(storage: str | None) -> Store:
-    return Store(storage)
+    return open_store(storage)
 
 
 @app.command()
 def validate(specs: Annotated[list[Path], typer.Argument(help="Study files to check.")]) -> None:
     """Check study files; print every problem as FILE:LINE: field: message (got VALUE)."""
-    from searchsvc.validation import validate_file
+    from searchsvc import usecases
 
     problems: list[str] = []
     for path in specs:
         try:
-            spec = validate_file(path)
+            spec = usecases.validate(path)
         except SpecError as exc:
             problems.extend(i.render() for i in exc.issues)
             continue
@@ -87,15 +90,13 @@ def run(
                                           help="Show the objectives' own output.")] = False,
 ) -> None:
     """Run a study: validate it, run its trials on Ray Tune, store them, write the report."""
-    from searchsvc.runner import RunOptions, create_study
-    from searchsvc.validation import validate_file
+    from searchsvc import usecases
+    from searchsvc.driver import RunOptions
 
-    parsed = validate_file(spec)
-    store = _store(storage)
+    parsed = usecases.validate(spec)
     options = RunOptions(address=address, results_root=results, num_cpus=num_cpus,
                          verbose=verbose)
-    study = create_study(parsed, store, options, overwrite=overwrite)
-    _drive(study.name, store, options)
+    _print_run(usecases.run(parsed, _store(storage), options, overwrite=overwrite))
 
 
 @app.command()
@@ -107,21 +108,18 @@ def resume(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Continue an interrupted study: finished trials are kept and never re-run."""
-    from searchsvc.runner import RunOptions
+    from searchsvc import usecases
+    from searchsvc.driver import RunOptions
 
-    store = _store(storage)
-    _drive(study, store, RunOptions(address=address, num_cpus=num_cpus, verbose=verbose))
+    options = RunOptions(address=address, num_cpus=num_cpus, verbose=verbose)
+    _print_run(usecases.resume(study, _store(storage), options))
 
 
-def _drive(name: str, store: Store, options: object) -> None:
-    from searchsvc.report import write_report
-    from searchsvc.runner import RunOptions, run_study
-    from searchsvc.runner.driver import STOPPED_BY_CTRL_C
+def _print_run(done: StudyRun) -> None:
+    from searchsvc.driver.run import STOPPED_BY_CTRL_C
 
-    assert isinstance(options, RunOptions)
-    outcome = run_study(name, store, options)
-    report = write_report(store, name)
-    state = outcome.study.state
+    outcome, report = done.outcome, done.report
+    name, state = outcome.study.name, outcome.study.state
     out.print(f"study {name}: {state} — {outcome.finished}/{outcome.total} trials finished "
               f"({outcome.reason})")
     if outcome.study.best_value is not None:
@@ -187,7 +185,7 @@ def report(
     """Write a study's report: analysis (boundaries, isolation, curves, importance, next
     study) as html, md and json, plus trials.csv and next_study.yaml. With --server, download
     the report of a study on that server instead."""
-    from searchsvc.report import write_report
+    from searchsvc import usecases
 
     formats = [f.strip() for f in fmt.split(",") if f.strip()]
     if server:
@@ -196,7 +194,7 @@ def report(
         for kind in [*formats, "csv"]:
             out.print(f"{kind}: {client.report(study, kind, folder).resolve()}")
         return
-    files = write_report(_store(storage), study, out_dir, formats, top_fraction=top_fraction)
+    files = usecases.report(study, _store(storage), out_dir, formats, top_fraction=top_fraction)
     for kind, path in files.files.items():
         out.print(f"{kind}: {path.resolve()}")
 
@@ -321,9 +319,7 @@ def serve(
 ) -> None:
     """Run the REST API (OpenAPI at /docs and /openapi.json) and the studies submitted to it,
     each in its own driver process, on the Ray cluster at --address (else embedded Ray)."""
-    import uvicorn
-
-    from searchsvc.service import ServiceConfig, create_app
+    from searchsvc.service import ServiceConfig, create_app, serve_app
     from searchsvc.service.scheduler import StudyScheduler
     from searchsvc.store import searchsvc_home
 
@@ -349,20 +345,7 @@ def serve(
         limits=replace(SERVER_LIMITS, **{k: v for k, v in given.items() if v is not None}),
         code_limits=BundleLimits(max_unpacked_bytes=int(max_code_mb * 1024 * 1024)))
     api = create_app(store, config, scheduler)
-    # What is loaded now lives as long as the server: FastAPI, SQLAlchemy, pydantic, and what
-    # submitting a study and writing a report import (loaded on first use, that took ~1 s of
-    # the event loop). Left to the garbage collector, each full collection walks those ~10^5
-    # objects again and stops every request for 40-90 ms (benchmarks/service_load.py); frozen,
-    # a full collection takes about a millisecond.
-    import gc
-
-    import searchsvc.report
-    import searchsvc.runner
-    import searchsvc.validation  # noqa: F401
-
-    gc.collect()
-    gc.freeze()
-    uvicorn.run(api, host=host, port=port, log_level="warning")
+    serve_app(api, host, port)
 
 
 spaces = typer.Typer(help="Study-file helpers.", no_args_is_help=True)
@@ -378,7 +361,7 @@ def spaces_infer(
     """Write a starter study file from a KerasTuner hypermodel's declared hyperparameters
     (those it registers when built once with default values)."""
     from searchsvc.backends.keras import starter_study
-    from searchsvc.runner.objective import resolve_objective, search_paths_for
+    from searchsvc.worker.objective import resolve_objective, search_paths_for
 
     text = starter_study(objective, resolve_objective(objective, search_paths_for(None)))
     if out_file is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -103,4 +104,4 @@ def _error(status: int, body: bytes) -> Exception:
 
 
 def _quote(name: str) -> str:
-    return urllib.request.quote(name, safe="")
+    return urllib.parse.quote(name, safe="")

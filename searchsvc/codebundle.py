@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from searchsvc.errors import CodeBundleError
+from searchsvc.worker.objective import module_file
 
 MAX_PACKED_BYTES = 20 * 1024 * 1024  # the archive as sent
 MAX_UNPACKED_BYTES = 100 * 1024 * 1024  # Ray's own limit for a working_dir upload
@@ -246,5 +247,4 @@ def module_in_bundle(folder: Path, module: str) -> bool:
     parts = module.split(".")
     if any(not p.isidentifier() for p in parts):
         return False
-    base = folder.joinpath(*parts)
-    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+    return module_file(folder, parts) is not None

@@ -1,7 +1,7 @@
 """Helpers for objectives (seeding, step budget, device, checkpoints): see
-:mod:`searchsvc.runner.sdk`. Never required: a plain Ray Tune trainable works unchanged."""
+:mod:`searchsvc.worker.sdk`. Never required: a plain Ray Tune trainable works unchanged."""
 
-from searchsvc.runner.sdk import (
+from searchsvc.worker.sdk import (
     device,
     max_steps,
     report,

@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# The contract suites are pytest tests living in the package: show their failed asserts' values.
+pytest.register_assert_rewrite("searchsvc.testing")
 
 
 @pytest.fixture(autouse=True)
@@ -31,15 +33,11 @@ def ray_local():
     ray.shutdown()
 
 
-# The PostgreSQL server the tests use (make test starts one on 127.0.0.1:5432 if none runs).
-POSTGRES_ADMIN_URL = os.environ.get("SEARCHSVC_TEST_POSTGRES",
-                                    "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
-
-
 @pytest.fixture
 def postgres_url() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
-    from tests.postgres import fresh_database
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards (the server:
+    ``$SEARCHSVC_TEST_POSTGRES``, default 127.0.0.1:5432)."""
+    from searchsvc.testing.postgres import POSTGRES_ADMIN_URL, fresh_database
 
     with fresh_database(POSTGRES_ADMIN_URL,
                         f"searchsvc_test_{os.getpid()}_{next(_databases)}") as url:

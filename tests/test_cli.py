@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 
 from searchsvc.cli import main
-from searchsvc.store import TRIAL_COMPLETED, TRIAL_FAILED, Store
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED
+from searchsvc.store import SqlStore, Store
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def seeded_store(home: Path) -> Store:
-    store = Store(f"sqlite:///{home / 'searchsvc.db'}")
+    store = SqlStore(f"sqlite:///{home / 'searchsvc.db'}")
     spec = ROOT / "spaces" / "quickstart.yaml"
     study = store.create_study(
         name="quickstart", metric="val_error", mode="min", searcher="quasi_random",

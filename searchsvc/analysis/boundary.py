@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from searchsvc.analysis.trials import arm_label, ranked
+from searchsvc.core import TRIAL_INFEASIBLE, TrialRecord
 from searchsvc.spec import RangeParameter, StudySpec
-from searchsvc.store import TRIAL_INFEASIBLE, TrialRecord
 
 STATUS_OK = "ok"
 STATUS_NEAR_LOW = "near_low"

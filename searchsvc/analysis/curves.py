@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from searchsvc.analysis.trials import arm_label, ranked
-from searchsvc.store import TRIAL_INFEASIBLE, TrialRecord
+from searchsvc.core import TRIAL_INFEASIBLE, TrialRecord
 
 OVERFITTING = "overfitting"
 HIGH_VARIANCE = "high_variance"
@@ -26,7 +26,7 @@ MIN_STEPS = 4  # shorter curves are not diagnosed
 
 @dataclass(frozen=True)
 class CurveDiagnosis:
-    trial_id: int
+    number: int  # the trial's study-local number (report.json: trial_id)
     arm: str
     issues: tuple[str, ...]
     best_step: int | None

@@ -10,8 +10,8 @@ import warnings
 from collections.abc import Sequence
 
 from searchsvc.analysis.trials import ranked
+from searchsvc.core import TrialRecord
 from searchsvc.spec import StudySpec
-from searchsvc.store import TrialRecord
 
 MIN_TRIALS = 8  # fewer finished trials give an importance that is mostly noise
 # Optuna's defaults (64 trees, depth 64) take minutes on a few thousand trials; this forest

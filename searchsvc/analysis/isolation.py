@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from searchsvc.analysis.trials import ranked
+from searchsvc.core import TrialRecord
 from searchsvc.spec import StudySpec
-from searchsvc.store import TrialRecord
 
 VERDICT_DIFFERS = "differs"
 VERDICT_WITHIN_NOISE = "within_noise"
@@ -25,7 +25,7 @@ TOP_K = 3  # the top trials of a value whose spread measures how settled its bes
 class IsolationPoint:
     value: Any  # the scientific value, or a bucket's label for a bucketed axis
     best: float
-    trial_id: int
+    number: int  # the trial's study-local number (report.json: trial_id)
     trials: int
     top_values: tuple[float, ...]  # the value's best TOP_K results, best first
 

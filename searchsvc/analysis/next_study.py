@@ -8,14 +8,21 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import yaml
 
 from searchsvc.analysis.boundary import STATUS_OK, BoundaryCheck
 from searchsvc.analysis.curves import SATURATED, STILL_IMPROVING, CurveDiagnosis
-from searchsvc.spec import RangeParameter, StudySpec, parse_spec
-from searchsvc.store import TrialRecord
+from searchsvc.core import TrialRecord
+from searchsvc.spec import RangeParameter, StudySpec
+from searchsvc.spec.edits import (
+    FixParameter,
+    NextSeed,
+    Rename,
+    SetMaxSteps,
+    SetRange,
+    SpecEdit,
+    describe,
+    write_edited,
+)
 
 NEGLIGIBLE_IMPORTANCE = 0.02  # a nuisance parameter explaining less than this gets fixed...
 MIN_TRIALS_TO_FIX = 30  # ...once there are enough trials to trust the importance
@@ -24,72 +31,83 @@ MIN_TRIALS_TO_NARROW = 20  # ranges are narrowed around the top trials only past
 
 @dataclass(frozen=True)
 class NextStudy:
+    """The suggested next study: typed edits of this study's file, and that file written."""
+
+    edits: tuple[SpecEdit, ...]
     text: str  # the study file, YAML
-    changes: tuple[str, ...]  # what was changed and why, one line each
+
+    @property
+    def changes(self) -> tuple[str, ...]:
+        """What was changed and why, one line each."""
+        return describe(self.edits)
 
 
-def suggest_next_study(spec: StudySpec, spec_text: str, boundaries: Sequence[BoundaryCheck],
+_RANGE_REASONS = {"near_low": "the best trials crowded the low edge",
+                  "near_high": "the best trials crowded the high edge",
+                  "divergence_edge": "trials past the edge diverged",
+                  "ok": "narrowed around the top trials"}
+
+
+def suggest_next_study(spec: StudySpec, boundaries: Sequence[BoundaryCheck],
                        importance: Mapping[str, float], curves: Sequence[CurveDiagnosis],
                        best: TrialRecord | None, usable_trials: int) -> NextStudy:
-    data: dict[str, Any] = yaml.safe_load(spec_text)
-    changes: list[str] = []
-    data["study"] = _next_name(spec.name)
-    params: dict[str, Any] = data["parameters"]
+    edits: list[SpecEdit] = [Rename(_next_name(spec.name))]
+    edits += _range_edits(spec, boundaries, usable_trials)
+    if best is not None and usable_trials >= MIN_TRIALS_TO_FIX:
+        edits += _fixing_edits(spec, importance, best)
+    edits += _step_edits(spec, curves)
+    if spec.source.has(("seed",)):
+        edits.append(NextSeed(spec.seed + 1))
+    header = (f"# Suggested by searchsvc from study {spec.name!r}.\n"
+              + "".join(f"# - {c}\n" for c in describe(edits) or ["no change needed"]))
+    return NextStudy(tuple(edits), write_edited(spec, edits, header))
+
+
+def _range_edits(spec: StudySpec, boundaries: Sequence[BoundaryCheck],
+                 usable_trials: int) -> list[SpecEdit]:
+    edits: list[SpecEdit] = []
     for check in boundaries:
-        entry = params.get(check.parameter)
-        if not isinstance(entry, dict):
+        param = spec.parameters.get(check.parameter)
+        if not isinstance(param, RangeParameter):
             continue
         if check.status == STATUS_OK and usable_trials < MIN_TRIALS_TO_NARROW:
             continue
         low, high = check.suggested_low, check.suggested_high
-        param = spec.parameters[check.parameter]
-        if isinstance(param, RangeParameter) and param.kind == "int":
+        if param.kind == "int":
             low, high = int(low), int(high)
-        if (low, high) == (entry.get("low"), entry.get("high")) or low >= high:
+        if (low, high) == (param.low, param.high) or low >= high:
             continue
-        entry["low"], entry["high"] = low, high
-        why = {"near_low": "the best trials crowded the low edge",
-               "near_high": "the best trials crowded the high edge",
-               "divergence_edge": "trials past the edge diverged",
-               "ok": "narrowed around the top trials"}[check.status]
-        changes.append(f"{check.parameter}: [{_fmt(check.low)}, {_fmt(check.high)}] -> "
-                       f"[{_fmt(low)}, {_fmt(high)}] ({why})")
-    if best is not None and usable_trials >= MIN_TRIALS_TO_FIX:
-        parents = {c.parent for p in spec.parameters.values() for c in p.when}
-        for name, share in importance.items():
-            param = spec.parameters.get(name)
-            if (param is None or param.role != "nuisance" or param.when or name in parents
-                    or share >= NEGLIGIBLE_IMPORTANCE or name not in best.config):
-                continue
-            params[name] = {"role": "fixed", "value": best.config[name]}
-            changes.append(f"{name}: fixed at {_fmt(best.config[name])} (the best trial's "
-                           f"value; it explained {share:.1%} of the variance)")
-    _adjust_steps(data, curves, changes)
-    if "seed" in data:
-        data["seed"] = int(data["seed"]) + 1
-    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
-    header = (f"# Suggested by searchsvc from study {spec.name!r}.\n"
-              + "".join(f"# - {c}\n" for c in changes or ["no change needed"]))
-    text = header + text
-    parse_spec(text, file=f"{data['study']}.yaml")  # a suggestion must be a valid study file
-    return NextStudy(text, tuple(changes))
+        edits.append(SetRange(check.parameter, low, high, (check.low, check.high),
+                              _RANGE_REASONS[check.status]))
+    return edits
 
 
-def _adjust_steps(data: dict[str, Any], curves: Sequence[CurveDiagnosis],
-                  changes: list[str]) -> None:
-    budget = data.get("budget")
-    if not curves or not isinstance(budget, dict) or not budget.get("max_steps"):
-        return
+def _fixing_edits(spec: StudySpec, importance: Mapping[str, float],
+                  best: TrialRecord) -> list[SpecEdit]:
+    parents = {c.parent for p in spec.parameters.values() for c in p.when}
+    edits: list[SpecEdit] = []
+    for name, share in importance.items():
+        param = spec.parameters.get(name)
+        if (param is None or param.role != "nuisance" or param.when or name in parents
+                or share >= NEGLIGIBLE_IMPORTANCE or name not in best.config):
+            continue
+        edits.append(FixParameter(name, best.config[name], f"the best trial's value; it "
+                                  f"explained {share:.1%} of the variance"))
+    return edits
+
+
+def _step_edits(spec: StudySpec, curves: Sequence[CurveDiagnosis]) -> list[SpecEdit]:
+    steps = spec.budget.max_steps
+    if not curves or not steps:
+        return []
     counts = Counter(issue for c in curves for issue in c.issues)
-    steps = int(budget["max_steps"])
     if counts[STILL_IMPROVING] * 2 > len(curves):
-        budget["max_steps"] = steps * 2
-        changes.append(f"budget.max_steps: {steps} -> {steps * 2} (most best trials were "
-                       "still improving at the end)")
-    elif counts[SATURATED] * 2 > len(curves) and steps >= 4:
-        budget["max_steps"] = max(2, round(steps * 0.6))
-        changes.append(f"budget.max_steps: {steps} -> {budget['max_steps']} (most best trials "
-                       "had saturated early)")
+        return [SetMaxSteps(steps * 2, steps, "most best trials were still improving at the "
+                            "end")]
+    if counts[SATURATED] * 2 > len(curves) and steps >= 4:
+        return [SetMaxSteps(max(2, round(steps * 0.6)), steps, "most best trials had "
+                            "saturated early")]
+    return []
 
 
 def _next_name(name: str) -> str:
@@ -97,7 +115,3 @@ def _next_name(name: str) -> str:
     if match:
         return f"{match.group(1)}-next{int(match.group(2) or 1) + 1}"
     return f"{name}-next"
-
-
-def _fmt(value: Any) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)

@@ -7,13 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchsvc.store import (
-    EVENT_EXPLOIT,
-    EVENT_STOPPED_EARLY,
-    TRIAL_PRUNED,
-    TrialEvent,
-    TrialRecord,
-)
+from searchsvc.core import EVENT_EXPLOIT, EVENT_STOPPED_EARLY, TRIAL_PRUNED, TrialEvent, TrialRecord
 
 
 @dataclass(frozen=True)
@@ -25,7 +19,7 @@ class Rung:
 
 @dataclass(frozen=True)
 class Exploit:
-    trial_id: int
+    number: int  # the trial's study-local number (report.json: trial_id)
     step: int | None
     parent: int | None
     parent_step: int | None
@@ -38,7 +32,7 @@ def rungs(trials: Sequence[TrialRecord], events: Sequence[TrialEvent]) -> list[R
     stopped_at: dict[int, list[int]] = {}
     for e in events:
         if e.kind == EVENT_STOPPED_EARLY and e.step is not None:
-            stopped_at.setdefault(int(e.step), []).append(e.trial_number)
+            stopped_at.setdefault(int(e.step), []).append(e.number)
     for t in trials:  # pruned trials recorded before events existed
         if t.state == TRIAL_PRUNED and t.last_step is not None and not any(
                 t.number in v for v in stopped_at.values()):
@@ -57,6 +51,6 @@ def lineage(events: Sequence[TrialEvent]) -> list[Exploit]:
         new = dict(e.data.get("new_config") or {})
         changes = {k: (old.get(k), new[k]) for k in new if old.get(k) != new[k]}
         parent = e.data.get("parent")
-        out.append(Exploit(e.trial_number, e.step, None if parent is None else int(parent),
+        out.append(Exploit(e.number, e.step, None if parent is None else int(parent),
                            e.data.get("parent_step"), changes))
     return out

@@ -18,8 +18,8 @@ from searchsvc.analysis.next_study import NextStudy, suggest_next_study
 from searchsvc.analysis.schedulers import Exploit, Rung, lineage, rungs
 from searchsvc.analysis.summary import StudySummary, summarize
 from searchsvc.analysis.trials import ranked
+from searchsvc.core import StudyRecord, TrialEvent, TrialRecord
 from searchsvc.spec import StudySpec
-from searchsvc.store import StudyRecord, TrialEvent, TrialRecord
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
     curves = diagnose_best(trials, spec.metric, spec.mode)
     importance = parameter_importance(spec, trials, seed=spec.seed)
     usable = ranked(trials, spec.mode)
-    next_study = suggest_next_study(spec, study.spec_text, boundaries, importance, curves,
+    next_study = suggest_next_study(spec, boundaries, importance, curves,
                                     usable[0] if usable else None, len(usable))
     findings = _findings(summary, boundaries, isolation, curves, importance)
     return StudyAnalysis(summary, tuple(boundaries), tuple(isolation), tuple(curves),
@@ -75,9 +75,9 @@ def _findings(summary: StudySummary, boundaries: Sequence[BoundaryCheck],
     by_issue: dict[str, list[int]] = {}
     for c in curves:
         for issue in c.issues:
-            by_issue.setdefault(issue, []).append(c.trial_id)
+            by_issue.setdefault(issue, []).append(c.number)
     for issue, ids in by_issue.items():
-        first = next(c for c in curves if c.trial_id == ids[0])
+        first = next(c for c in curves if c.number == ids[0])
         detail = first.details[first.issues.index(issue)]
         out.append(f"Curves of best trials {', '.join(map(str, ids))}: {detail}.")
     if importance:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from searchsvc.analysis.trials import ranked
-from searchsvc.store import (
+from searchsvc.core import (
     TRIAL_COMPLETED,
     TRIAL_FAILED,
     TRIAL_INFEASIBLE,
@@ -57,7 +57,7 @@ def best_trials(trials: Sequence[TrialRecord], mode: str, k: int = 5) -> list[Tr
 
 
 def summarize(study: StudyRecord, trials: Sequence[TrialRecord], k: int = 5) -> StudySummary:
-    counts = {state: 0 for state in COUNTED_STATES}
+    counts: dict[str, int] = {state: 0 for state in COUNTED_STATES}
     for t in trials:
         counts[t.state] = counts.get(t.state, 0) + 1
     return StudySummary(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from searchsvc.store import TRIAL_COMPLETED, TRIAL_PRUNED, TrialRecord
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_PRUNED, TrialRecord
 
 
 def rank_key(trial: TrialRecord, mode: str) -> tuple[float, int]:

@@ -8,13 +8,12 @@ KerasTuner and TensorFlow are imported only here, lazily; no Ray either (the run
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from searchsvc.backends.base import Backend
+from searchsvc.backends.base import Backend, SearchedTrial
 from searchsvc.errors import ObjectiveError, SpecIssue
 from searchsvc.spec import StudySpec
 
@@ -35,15 +34,7 @@ class AutoKerasOptions(BaseModel):
     batch_size: int | None = Field(default=None, ge=1)
 
 
-@dataclass(frozen=True)
-class AutoKerasTrial:
-    """One finished AutoKeras trial, as the store records it."""
-
-    number: int
-    config: dict[str, Any]
-    epochs: list[dict[str, float]] = field(default_factory=list)
-    completed: bool = True
-    error: str | None = None
+AutoKerasTrial = SearchedTrial  # the name earlier versions used
 
 
 class AutoKerasBackend(Backend):
@@ -51,6 +42,7 @@ class AutoKerasBackend(Backend):
     summary = ("an AutoKeras search (structured data, images, or an AutoModel graph) with "
                "AutoKeras's own tuner; every AutoKeras trial stored")
     Options = AutoKerasOptions
+    runs_own_search = True
 
     @classmethod
     def check(cls, spec: StudySpec) -> list[SpecIssue]:
@@ -68,10 +60,17 @@ class AutoKerasBackend(Backend):
     def run(self, config: dict[str, Any]) -> None:
         raise ObjectiveError("an autokeras study runs as one search job, not trial by trial")
 
+    @classmethod
+    def own_search(cls, objective: Callable[[], Any], options: Mapping[str, Any], *,
+                   metric: str, max_trials: int, epochs: int, seed: int, directory: Path,
+                   resume: bool, sink: Callable[[SearchedTrial], None]) -> Path:
+        return search(objective, options, metric=metric, max_trials=max_trials, epochs=epochs,
+                      seed=seed, directory=directory, resume=resume, sink=sink)
+
 
 def search(objective: Callable[[], Any], options: Mapping[str, Any], *, metric: str,
            max_trials: int, epochs: int, seed: int, directory: Path, resume: bool,
-           sink: Callable[[AutoKerasTrial], None]) -> Path:
+           sink: Callable[[SearchedTrial], None]) -> Path:
     """Run the AutoKeras search; hand every trial to ``sink`` as it ends; export the best
     model to ``directory / "best_model.keras"`` and return that path."""
     import autokeras as ak
@@ -138,7 +137,7 @@ def _task_data(opts: AutoKerasOptions, data: Any) -> tuple[Any, Any, dict[str, A
                          f"x_val, y_val]) (got {type(data).__name__})")
 
 
-def _record_trials(tuner: Any, sink: Callable[[AutoKerasTrial], None]) -> None:
+def _record_trials(tuner: Any, sink: Callable[[SearchedTrial], None]) -> None:
     """Hook the tuner: KerasTuner keeps only each trial's best epoch, so every epoch's logs are
     collected on the way, and the trial is handed on when it ends."""
     epochs: dict[str, list[dict[str, float]]] = {}

@@ -3,29 +3,48 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
 from searchsvc.errors import SpecIssue
-from searchsvc.runner.context import returned_metrics
-from searchsvc.runner.objective import resolve_objective
 from searchsvc.spec import StudySpec
+from searchsvc.worker.context import returned_metrics
+from searchsvc.worker.objective import resolve_objective
 
 
 class NoBackendOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+@dataclass(frozen=True)
+class SearchedTrial:
+    """One finished trial of a backend that runs its own search, as the store records it."""
+
+    number: int
+    config: dict[str, Any]
+    epochs: list[dict[str, float]] = field(default_factory=list)
+    completed: bool = True
+    error: str | None = None
+
+
 class Backend(ABC):
     """Runs one trial inside a Ray worker: ``run(config)`` trains with ``config`` and reports
     every step through :mod:`searchsvc.sdk` (or ``ray.tune.report``). It must raise for a
-    config it cannot use, naming the parameter: the trial then fails and the study goes on."""
+    config it cannot use, naming the parameter: the trial then fails and the study goes on.
+
+    Capabilities the driver reads instead of naming backends: ``runs_own_search`` (the backend
+    searches with its own tuner in one job, :meth:`own_search`, instead of running the study's
+    searcher trial by trial).
+    """
 
     name: ClassVar[str]
     summary: ClassVar[str]
     Options: ClassVar[type[BaseModel]] = NoBackendOptions
+    runs_own_search: ClassVar[bool] = False
 
     def __init__(self, objective: str, search_paths: Sequence[str], metric: str,
                  max_steps: int | None, options: Mapping[str, Any]):
@@ -48,6 +67,15 @@ class Backend(ABC):
     @abstractmethod
     def run(self, config: dict[str, Any]) -> None: ...
 
+    @classmethod
+    def own_search(cls, objective: Callable[[], Any], options: Mapping[str, Any], *,
+                   metric: str, max_trials: int, epochs: int, seed: int, directory: Path,
+                   resume: bool, sink: Callable[[SearchedTrial], None]) -> Path:
+        """Only for ``runs_own_search`` backends, inside one Ray task: run the whole search
+        (continuing ``directory``'s when ``resume``), hand every trial to ``sink`` as it ends,
+        save the best model under ``directory`` and return its path."""
+        raise NotImplementedError(f"backend {cls.name!r} does not run its own search")
+
 
 class RayBackend(Backend):
     name = "ray"
@@ -56,6 +84,6 @@ class RayBackend(Backend):
     def run(self, config: dict[str, Any]) -> None:
         returned = self.objective()(config)
         if returned is not None:
-            from searchsvc.runner.sdk import report
+            from searchsvc.worker.sdk import report
 
             report(returned_metrics(returned, self.metric))

@@ -116,7 +116,7 @@ def _fit_data(data: Any) -> dict[str, Any]:
 def _epoch_reporter() -> Any:
     import keras
 
-    from searchsvc.runner.sdk import report
+    from searchsvc.worker.sdk import report
 
     class ReportEveryEpoch(keras.callbacks.Callback):
         def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:

@@ -1,4 +1,8 @@
-"""report.json: the analysis as plain data, for other tools (documented keys, stable names)."""
+"""report.json: the analysis as plain data, for other tools (documented keys, stable names).
+
+Trials are named by their study-local number under ``number``; ``trial_id`` holds the same
+number, the name report.json has always used, kept so users' scripts do not break.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from searchsvc.analysis import StudyAnalysis
-from searchsvc.store import StudyRecord
+from searchsvc.core import StudyRecord
 
 JSON_COUNT_STATES = ("completed", "pruned", "failed", "infeasible")
 
@@ -24,8 +28,9 @@ def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
         "total_trials": study.total_trials,
         "counts": counts,
         "best_trials": [
-            {"trial_id": t.number, "value": t.value, "best_step": t.best_step,
-             "last_step": t.last_step, "arm": dict(t.arm), "config": dict(t.config),
+            {"trial_id": t.number, "number": t.number, "value": t.value,
+             "best_step": t.best_step, "last_step": t.last_step, "arm": dict(t.arm),
+             "config": dict(t.config),
              "checkpoints": list(t.checkpoints)}
             for t in summary.best_trials
         ],
@@ -39,13 +44,13 @@ def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
         "isolation": [
             {"parameter": i.parameter, "verdict": i.verdict, "best_value": i.best_value,
              "gap": i.gap, "noise": i.noise, "detail": i.detail,
-             "points": [{"value": p.value, "best": p.best, "trial_id": p.trial_id,
-                         "trials": p.trials, "top_values": list(p.top_values)}
+             "points": [{"value": p.value, "best": p.best, "trial_id": p.number,
+                         "number": p.number, "trials": p.trials, "top_values": list(p.top_values)}
                         for p in i.points]}
             for i in analysis.isolation
         ],
         "curve_diagnostics": [
-            {"trial_id": c.trial_id, "arm": c.arm, "issues": list(c.issues),
+            {"trial_id": c.number, "number": c.number, "arm": c.arm, "issues": list(c.issues),
              "best_step": c.best_step, "last_step": c.last_step,
              "best_step_position": c.best_step_position, "details": list(c.details)}
             for c in analysis.curves
@@ -53,7 +58,7 @@ def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
         "importance": dict(analysis.importance),
         "rungs": [asdict(r) for r in analysis.rungs],
         "lineage": [
-            {"trial_id": e.trial_id, "step": e.step, "parent": e.parent,
+            {"trial_id": e.number, "number": e.number, "step": e.step, "parent": e.parent,
              "parent_step": e.parent_step,
              "changes": {k: {"old": a, "new": b} for k, (a, b) in e.changes.items()}}
             for e in analysis.lineage

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from searchsvc.analysis import StudyAnalysis
+from searchsvc.core import StudyRecord, TrialRecord
 from searchsvc.report.html import fmt
 from searchsvc.spec import StudySpec
-from searchsvc.store import StudyRecord, TrialRecord
 
 
 def render_markdown(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
@@ -48,13 +48,13 @@ def render_markdown(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialR
             lines += [f"**{iso.parameter}** — {iso.verdict}: {iso.detail}", "",
                       f"| {iso.parameter} | best {study.metric} | trial | trials |",
                       "|---|---|---|---|"]
-            lines += [f"| {p.value} | {p.best:.5g} | {p.trial_id} | {p.trials} |"
+            lines += [f"| {p.value} | {p.best:.5g} | {p.number} | {p.trials} |"
                       for p in iso.points]
             lines.append("")
     if analysis.curves:
         lines += ["", "## Training curves of the best trials", "",
                   "| trial | arm | best step | issues |", "|---|---|---|---|"]
-        lines += [f"| {c.trial_id} | {c.arm} | {c.best_step}/{c.last_step} "
+        lines += [f"| {c.number} | {c.arm} | {c.best_step}/{c.last_step} "
                   f"({c.best_step_position}) | {', '.join(c.issues) or 'none'} |"
                   for c in analysis.curves]
     if analysis.importance:
@@ -67,7 +67,7 @@ def render_markdown(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialR
         lines += [f"| {r.step} | {r.reached} | {len(r.stopped)} |" for r in analysis.rungs]
     if analysis.lineage:
         lines += ["", "## PBT lineage", ""]
-        lines += [f"- step {e.step}: trial {e.trial_id} copied trial {e.parent} ("
+        lines += [f"- step {e.step}: trial {e.number} copied trial {e.parent} ("
                   + ", ".join(f"{k} {fmt(a)} → {fmt(b)}" for k, (a, b) in e.changes.items())
                   + ")" for e in analysis.lineage]
     lines += ["", "## Metric against each searched parameter", ""]
@@ -75,9 +75,9 @@ def render_markdown(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialR
     failed = [t for t in trials if t.error]
     if failed:
         lines += ["", "## Trials with errors", ""]
-        for t in failed[:20]:
-            last = (t.error or "").strip().splitlines()[-1:]
-            lines.append(f"- trial {t.number} ({t.state}): {last[0] if last else ''}")
+        for trial in failed[:20]:
+            last = (trial.error or "").strip().splitlines()[-1:]
+            lines.append(f"- trial {trial.number} ({trial.state}): {last[0] if last else ''}")
     lines += ["", "## Suggested next study", "", "Saved as `next_study.yaml`:", "", "```yaml",
               analysis.next_study.text.rstrip(), "```", "",
               "All trials: [trials.csv](trials.csv)", ""]

@@ -1,61 +1,54 @@
-"""Static plot files (PNG, matplotlib): the metric against every searched parameter."""
+"""Static plot files (PNG, matplotlib) for report.md: the metric against every searched
+parameter. Only draws: what each plot shows comes from ``plotdata``, shared with the HTML
+report's Plotly figures."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from searchsvc.analysis.trials import arm_label
-from searchsvc.spec import RangeParameter, StudySpec
-from searchsvc.store import TRIAL_INFEASIBLE, TrialRecord
+from searchsvc.report.plotdata import AxisPlot
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
-def axis_plots(spec: StudySpec, trials: Sequence[TrialRecord], folder: Path) -> list[Path]:
-    """One PNG per searched parameter: each trial's best metric vs the parameter's value, one
-    colour per scientific arm, infeasible trials as red crosses along the top."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def axis_plots(plots: Sequence[AxisPlot], folder: Path) -> list[Path]:
+    """Write ``axis_<parameter>.png`` into ``folder`` for each plot; returns their paths in
+    the order of ``plots``."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    feasible = [t.best_value for t in trials if t.best_value is not None]
-    top = max(feasible) if feasible else 1.0
-    for param in spec.parameters.values():
-        if not param.searched:
-            continue
-        fig, ax = plt.subplots(figsize=(5, 3.4), dpi=110)
-        arms: dict[str, list[tuple[object, float]]] = {}
-        bad: list[object] = []
-        for t in trials:
-            if param.name not in t.config:
-                continue
-            x = t.config[param.name]
-            if t.best_value is not None and math.isfinite(t.best_value):
-                label = arm_label(t) or "trials"
-                arms.setdefault(label, []).append((x, t.best_value))
-            elif t.state == TRIAL_INFEASIBLE:
-                bad.append(x)
-        for label, points in arms.items():
-            ax.scatter([p[0] for p in points], [p[1] for p in points], s=18, alpha=0.8,
-                       label=label)
-        if bad:
-            ax.scatter(bad, [top] * len(bad), marker="x", color="red", label="infeasible (NaN)")
-        if isinstance(param, RangeParameter) and param.scale == "log":
-            ax.set_xscale("log")
-        if isinstance(param, RangeParameter):
-            ax.axvline(param.low, color="grey", lw=0.8, ls=":")
-            ax.axvline(param.high, color="grey", lw=0.8, ls=":")
-        ax.set_xlabel(f"{param.name} ({param.role})")
-        ax.set_ylabel(f"best {spec.metric} ({spec.mode})")
-        ax.set_title(f"{spec.metric} vs {param.name}", fontsize=10)
-        if arms or bad:
-            ax.legend(fontsize=7)
-        fig.tight_layout()
-        path = folder / f"axis_{param.name}.png"
-        fig.savefig(path)
-        plt.close(fig)
+    for plot in plots:
+        path = folder / f"axis_{plot.parameter}.png"
+        draw_axis_plot(plot).savefig(path)
         paths.append(path)
     return paths
+
+
+def draw_axis_plot(plot: AxisPlot) -> Figure:
+    """``plot`` as a matplotlib figure, not yet saved: each arm's points in its own colour,
+    infeasible trials as red crosses, the declared range's edges as dotted lines."""
+    # A bare Figure, not pyplot: no global figure registry to leak into or close, and no
+    # interactive backend is ever selected (savefig picks Agg for PNG by itself).
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(5, 3.4), dpi=110)
+    ax = fig.subplots()
+    for arm in plot.arms:
+        ax.scatter(arm.x, arm.y, s=18, alpha=0.8, label=arm.name)
+    if plot.infeasible is not None:
+        bad = plot.infeasible
+        ax.scatter(bad.x, bad.y, marker="x", color="red", label=bad.name)
+    if plot.x_log:
+        ax.set_xscale("log")
+    if plot.edges is not None:
+        for edge in plot.edges:
+            ax.axvline(edge, color="grey", lw=0.8, ls=":")
+    ax.set_xlabel(plot.x_label)
+    ax.set_ylabel(plot.y_label)
+    ax.set_title(plot.title, fontsize=10)
+    if plot.arms or plot.infeasible is not None:
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

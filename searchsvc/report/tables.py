@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from searchsvc.store import TrialRecord
+from searchsvc.core import TrialRecord
 
 
 def parameter_names(trials: Sequence[TrialRecord]) -> list[str]:
@@ -17,20 +17,30 @@ def parameter_names(trials: Sequence[TrialRecord]) -> list[str]:
     return list(names)
 
 
-def write_trials_csv(trials: Sequence[TrialRecord], path: Path) -> None:
+def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any]]]:
+    """trials.csv as (header, rows), one row per trial, its config flattened into columns;
+    None where a trial has no value (written as an empty cell)."""
     params = parameter_names(trials)
     header = ["number", "state", "best_value", "best_step", "last_step", "seed", "attempts",
               "duration_s", "node", *params, "error"]
+    rows = []
+    for t in trials:
+        duration = None
+        if t.started_at and t.finished_at:
+            duration = round(t.finished_at - t.started_at, 3)
+        error = (t.error or "").strip().splitlines()
+        rows.append([
+            t.number, str(t.state), t.best_value, t.best_step or None, t.last_step or None,
+            t.seed, t.attempts, duration, t.node or None, *(t.config.get(p) for p in params),
+            error[-1] if error else None,
+        ])
+    return header, rows
+
+
+def write_trials_csv(trials: Sequence[TrialRecord], path: Path) -> None:
+    header, rows = trial_table(trials)
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(header)
-        for t in trials:
-            duration: Any = ""
-            if t.started_at and t.finished_at:
-                duration = round(t.finished_at - t.started_at, 3)
-            error = (t.error or "").strip().splitlines()
-            writer.writerow([
-                t.number, t.state, "" if t.best_value is None else t.best_value,
-                t.best_step or "", t.last_step or "", t.seed, t.attempts, duration, t.node or "",
-                *(t.config.get(p, "") for p in params), error[-1] if error else "",
-            ])
+        for row in rows:
+            writer.writerow(["" if v is None else v for v in row])

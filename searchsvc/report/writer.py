@@ -14,9 +14,10 @@ from searchsvc.errors import SearchsvcError
 from searchsvc.report.data import report_data
 from searchsvc.report.html import render_html
 from searchsvc.report.markdown import render_markdown
+from searchsvc.report.plotdata import report_plots
 from searchsvc.report.plots import axis_plots
 from searchsvc.report.tables import write_trials_csv
-from searchsvc.spec import parse_spec
+from searchsvc.spec import StudySpec, spec_of
 from searchsvc.store import Store, searchsvc_home
 
 FORMATS = ("html", "md", "json")
@@ -36,7 +37,8 @@ class ReportFiles:
 
 
 def write_report(store: Store, study_name: str, out_dir: str | Path | None = None,
-                 formats: Iterable[str] = FORMATS, *, top_fraction: float = 0.2) -> ReportFiles:
+                 formats: Iterable[str] = FORMATS, *, top_fraction: float = 0.2,
+                 spec: StudySpec | None = None) -> ReportFiles:
     """Write the report of ``study_name`` into ``out_dir`` (default: the study's results
     folder). trials.csv and next_study.yaml are always written."""
     formats = list(formats)
@@ -52,7 +54,7 @@ def write_report(store: Store, study_name: str, out_dir: str | Path | None = Non
     wanted = {t.number for t in curve_candidates(trials, study.mode)}
     trials = store.get_trials(study_name, measurements=wanted)
     events = store.get_events(study_name)
-    spec = parse_spec(study.spec_text, file=study.spec_file)
+    spec = spec or spec_of(study)
     folder = Path(out_dir or study.results_dir or searchsvc_home() / "results" / study.name)
     folder.mkdir(parents=True, exist_ok=True)
     analysis = analyze(study, spec, trials, events, top_fraction=top_fraction)
@@ -64,11 +66,13 @@ def write_report(store: Store, study_name: str, out_dir: str | Path | None = Non
         files["json"] = folder / "report.json"
         files["json"].write_text(json.dumps(report_data(study, analysis), indent=2,
                                             default=str))
+    # Computed once and drawn by both renderers, so the PNGs and the HTML show the same data.
+    plots = report_plots(spec, trials, analysis)
     if "md" in formats:
-        plots = axis_plots(spec, trials, folder / "plots")
+        pngs = axis_plots(plots.axes, folder / "plots")
         files["md"] = folder / "report.md"
-        files["md"].write_text(render_markdown(study, spec, trials, analysis, plots, folder))
+        files["md"].write_text(render_markdown(study, spec, trials, analysis, pngs, folder))
     if "html" in formats:
         files["html"] = folder / "report.html"
-        files["html"].write_text(render_html(study, spec, trials, analysis))
+        files["html"].write_text(render_html(study, spec, analysis, plots))
     return ReportFiles(folder, files)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from searchsvc.core import Curve, is_finite_number
 from searchsvc.errors import SpecIssue
 from searchsvc.searchers.schedule import Schedule
 from searchsvc.searchers.space import Arm, scientific_arms, trial_seed
@@ -39,26 +40,32 @@ class Proposal:
 
 @dataclass(frozen=True)
 class Observation:
-    """A finished trial, as fed back to a searcher (live, or replayed from the store)."""
+    """A finished trial, as fed back to a searcher (live, or replayed from the store).
+
+    Finite values only, enforced here whatever built it: ``value`` is None unless finite, and
+    ``curve`` is a :class:`~searchsvc.core.Curve` (non-finite reports are not points of it), so a
+    resumed study feeds its searcher exactly what the live study did.
+    """
 
     number: int
     config: Mapping[str, Any]
     value: float | None  # best metric of the trial; None when it failed or was infeasible
     state: str
-    curve: tuple[tuple[int, float], ...] = ()  # (step, metric) as reported, finite values only
+    curve: Curve = field(default_factory=Curve)  # (step, metric) as reported
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.curve, Curve):
+            object.__setattr__(self, "curve", Curve(self.curve))
+        if self.value is not None and not is_finite_number(self.value):
+            object.__setattr__(self, "value", None)
 
     @property
     def last_step(self) -> int | None:
-        return self.curve[-1][0] if self.curve else None
+        return self.curve.last_step
 
     def value_at(self, step: int) -> float | None:
         """The metric at the last report at or before ``step`` (None before the first)."""
-        found = None
-        for s, v in self.curve:
-            if s > step:
-                break
-            found = v
-        return found
+        return self.curve.value_at(step)
 
 
 class Searcher(ABC):

@@ -78,7 +78,7 @@ def _config_space(spec: StudySpec, context: Mapping[str, Any], seed: int
     space = CS.ConfigurationSpace(seed=seed)
     names: set[str] = set()
     indexed: dict[str, RangeParameter] = {}
-    conditions = []
+    conditions: list[CS.conditions.ConditionLike] = []
     for name in spec.parameter_order:
         param = spec.parameters[name]
         if param.role != "nuisance":
@@ -86,6 +86,7 @@ def _config_space(spec: StudySpec, context: Mapping[str, Any], seed: int
         outer = [c for c in param.when if c.parent not in _nuisance_names(spec)]
         if not all(c.holds(context) for c in outer):
             continue  # never active in this arm
+        hp: CS.hyperparameters.Hyperparameter
         if isinstance(param, ChoiceParameter):
             hp = CS.CategoricalHyperparameter(name, list(param.values))
         elif isinstance(param, RangeParameter) and param.step is not None:

@@ -17,12 +17,12 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from searchsvc.core import TRIAL_COMPLETED
 from searchsvc.searchers.base import Observation, Proposal, Searcher
 from searchsvc.searchers.bayesian import BayesianOptions, BayesianSearcher
 from searchsvc.searchers.simple import halton_points
 from searchsvc.searchers.space import Arm, build_config, nuisance_dimensions
 from searchsvc.spec import ChoiceParameter, Parameter, RangeParameter
-from searchsvc.store.records import TRIAL_COMPLETED
 
 
 class NasOptions(BaseModel):
@@ -105,7 +105,7 @@ class NasSearcher(Searcher):
             point = self._initial[arm.index][index]
         else:
             point = rng.random(len(dims))
-        return {p.name: p.from_unit(u) for p, u in zip(dims, point, strict=True)}  # type: ignore[union-attr]
+        return {p.name: p.from_unit(u) for p, u in zip(dims, point, strict=True)}
 
     def _mutate(self, arm: Arm, parent: dict[str, Any], rng: np.random.Generator
                 ) -> dict[str, Any]:
@@ -115,7 +115,7 @@ class NasSearcher(Searcher):
         genes = dict(parent)
         for param in dims:
             if param.name not in genes:
-                genes[param.name] = param.from_unit(rng.random())  # type: ignore[union-attr]
+                genes[param.name] = param.from_unit(rng.random())
         config = build_config(self.spec, arm, genes)
         active = [p for p in dims if p.name in config]
         if active:

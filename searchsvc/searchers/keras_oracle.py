@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_PRUNED
 from searchsvc.searchers.base import Observation, Proposal, Searcher
-from searchsvc.searchers.space import build_config
+from searchsvc.searchers.space import build_config, on_grid
 from searchsvc.searchers.space import trial_seed as _mix
 from searchsvc.spec import ChoiceParameter, RangeParameter
-from searchsvc.store.records import TRIAL_COMPLETED, TRIAL_PRUNED
 
 
 class KerasOracleOptions(BaseModel):
@@ -47,7 +47,10 @@ class KerasTunerSearcher(Searcher):
         common = {"objective": objective, "max_trials": share + 1,
                   "hyperparameters": _space(self.spec, build_config(self.spec, arm, {})),
                   # KerasTuner treats seed 0 as "no seed"
-                  "seed": 1 + _mix(self.spec.seed, 3000 + arm.index) % (2**31 - 2)}
+                  "seed": 1 + _mix(self.spec.seed, 3000 + arm.index) % (2**31 - 2),
+                  # KerasTuner raises after 3 failed trials in a row by default; failures are
+                  # the study's to count (budget.max_failures), so never here.
+                  "max_consecutive_failed_trials": share + 1}
         if opts.oracle == "random":
             oracle = kt.oracles.RandomSearchOracle(**common)
         else:
@@ -65,7 +68,8 @@ class KerasTunerSearcher(Searcher):
         arm, _ = self.arm_for(number)
         trial = self.oracles[arm.index].create_trial(tuner_id=f"trial-{number}")
         self._asked[number] = trial
-        values = {k: _plain(v) for k, v in trial.hyperparameters.values.items()}
+        values = {k: on_grid(self.spec.parameters[k], _plain(v))
+                  for k, v in trial.hyperparameters.values.items()}
         return Proposal(number, build_config(self.spec, arm, values), arm, self.seed_for(number))
 
     def observe(self, observation: Observation) -> None:
@@ -120,8 +124,9 @@ def _declare(hp: Any, param: Any) -> None:
     assert isinstance(param, RangeParameter)
     sampling = "log" if param.scale == "log" else "linear"
     if param.kind == "int":
-        hp.Int(param.name, int(param.low), int(param.high), step=int(param.step or 1),
-               sampling=sampling)
+        # No step on a log scale: KerasTuner reads a log step as a factor and refuses 1.
+        hp.Int(param.name, int(param.low), int(param.high),
+               step=None if param.step is None else int(param.step), sampling=sampling)
     else:
         hp.Float(param.name, param.low, param.high, step=param.step, sampling=sampling)
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_PRUNED
+from searchsvc.searchers.space import on_grid
 from searchsvc.spec import ChoiceParameter, Parameter, RangeParameter, StudySpec
-from searchsvc.store.records import TRIAL_COMPLETED, TRIAL_PRUNED
 
 Values = dict[str, Any]
 
@@ -98,6 +99,7 @@ class OptunaModel(ArmModel):
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            impl: optuna.samplers.BaseSampler
             if sampler == "gp":
                 impl = optuna.samplers.GPSampler(seed=seed, n_startup_trials=warmup,
                                                  warn_independent_sampling=False)
@@ -156,7 +158,8 @@ def _optuna_suggest(trial: Any, param: Parameter) -> Any:
         return trial.suggest_categorical(param.name, dist.choices)
     if isinstance(param, RangeParameter) and param.kind == "int":
         return trial.suggest_int(param.name, dist.low, dist.high, step=dist.step, log=dist.log)
-    return trial.suggest_float(param.name, dist.low, dist.high, step=dist.step, log=dist.log)
+    return on_grid(param, trial.suggest_float(param.name, dist.low, dist.high, step=dist.step,
+                                              log=dist.log))
 
 
 # --- hyperopt (TPE) --------------------------------------------------------------------------
@@ -197,8 +200,8 @@ class HyperoptModel(ArmModel):
         from hyperopt import JOB_STATE_DONE, JOB_STATE_ERROR, STATUS_FAIL, STATUS_OK
 
         ok = state == TRIAL_COMPLETED and value is not None
-        result = ({"status": STATUS_OK, "loss": value if self.minimize else -value} if ok
-                  else {"status": STATUS_FAIL})
+        result = ({"status": STATUS_OK, "loss": value if self.minimize else -value}
+                  if ok and value is not None else {"status": STATUS_FAIL})
         tid = self.asked.pop(number, None)
         if tid is None:  # replayed from the store: write the trial as hyperopt would have
             [tid] = self.trials.new_trial_ids(1)

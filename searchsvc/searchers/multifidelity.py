@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,7 +43,7 @@ class HyperbandSearcher(Searcher):
     name = "hyperband"
     summary = ("Hyperband's brackets run asynchronously (Ray Tune's AsyncHyperBandScheduler), "
                "configs from a random, quasi-random or Bayesian proposer")
-    Options = HyperbandOptions
+    Options: ClassVar[type[HyperbandOptions | BohbOptions]] = HyperbandOptions
     default_brackets: int | None = None  # None: every bracket that fits
 
     @classmethod
@@ -54,13 +54,13 @@ class HyperbandSearcher(Searcher):
                 ("budget", "max_steps"), f"searcher '{cls.name}' stops trials early at fractions "
                 "of budget.max_steps, so it needs budget.max_steps")]
         options = cls.Options.model_validate(dict(spec.searcher_options))
-        grace = options.grace_period  # type: ignore[attr-defined]
+        grace = options.grace_period
         if grace > spec.budget.max_steps:
             issues.append(spec.source.issue(
                 ("searcher_options", "grace_period"), f"must not exceed budget.max_steps "
                 f"({spec.budget.max_steps})", grace))
             return issues
-        factor = options.reduction_factor  # type: ignore[attr-defined]
+        factor = options.reduction_factor
         rungs = int(math.log(spec.budget.max_steps / grace) / math.log(factor)) + 1
         if rungs > MAX_RUNGS:  # the schedule lists every rung of every bracket, per trial
             issues.append(spec.source.issue(
@@ -92,7 +92,7 @@ class HyperbandSearcher(Searcher):
         brackets = min(opts.brackets or self.default_brackets or fitting, fitting)
         return HyperbandSchedule(max_steps, opts.grace_period, opts.reduction_factor,
                                  brackets, seed=self.spec.seed,
-                                 promotion=opts.promotion)  # type: ignore[attr-defined]
+                                 promotion=opts.promotion)
 
 
 class AshaSearcher(HyperbandSearcher):

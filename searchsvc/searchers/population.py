@@ -66,7 +66,7 @@ class PbtSearcher(QuasiRandomSearcher):
         values = {}
         mutations = self.schedule().mutations
         for param, u in zip(nuisance_dimensions(self.spec), point, strict=True):
-            value = param.from_unit(u)  # type: ignore[union-attr]
+            value = param.from_unit(u)
             if param.name in mutations:  # start on the ladder pbt moves along
                 value = _nearest(mutations[param.name], value, param)
             values[param.name] = value

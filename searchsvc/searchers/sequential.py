@@ -1,7 +1,7 @@
 """Drive a searcher in-process, one trial after another, against a plain Python function.
 
 For searcher tests and the quality benchmark: it measures the search algorithm alone, with no
-Ray in the loop. Real studies go through :mod:`searchsvc.runner`.
+Ray in the loop. Real studies go through :mod:`searchsvc.driver`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE, Curve, best_of
 from searchsvc.searchers.base import Observation, Searcher
-from searchsvc.store.records import TRIAL_COMPLETED, TRIAL_INFEASIBLE
 
 Evaluate = Callable[[Mapping[str, Any]], float]
 
@@ -27,14 +27,11 @@ def run_sequential(searcher: Searcher, evaluate: Evaluate) -> list[Observation]:
         observation = Observation(
             number, dict(proposal.config), value if finite else None,
             TRIAL_COMPLETED if finite else TRIAL_INFEASIBLE,
-            curve=((1, value),) if finite else ())
+            curve=Curve([(1, value)] if finite else ()))
         searcher.observe(observation)
         observations.append(observation)
     return observations
 
 
 def best_so_far(observations: list[Observation], mode: str) -> float | None:
-    values = [o.value for o in observations if o.value is not None]
-    if not values:
-        return None
-    return min(values) if mode == "min" else max(values)
+    return best_of((o.value for o in observations), mode)

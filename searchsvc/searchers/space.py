@@ -8,13 +8,14 @@ nuisance parameters; fixed parameters are copied into every config.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
-from searchsvc.spec import FixedParameter, Parameter, StudySpec
+from searchsvc.spec import ChoiceParameter, FixedParameter, Parameter, RangeParameter, StudySpec
 
 Config = dict[str, Any]
+Dimension = RangeParameter | ChoiceParameter  # a nuisance parameter: never a fixed one
 
 
 @dataclass(frozen=True)
@@ -51,10 +52,11 @@ def scientific_arms(spec: StudySpec) -> list[Arm]:
             for i, a in enumerate(arms.values())]
 
 
-def nuisance_dimensions(spec: StudySpec) -> tuple[Parameter, ...]:
+def nuisance_dimensions(spec: StudySpec) -> tuple[Dimension, ...]:
     """The nuisance parameters, one unit-cube dimension each (conditional ones included, so the
     dimension does not depend on which are active)."""
-    return tuple(p for p in _ordered(spec) if p.role == "nuisance")
+    return tuple(p for p in _ordered(spec)
+                 if p.role == "nuisance" and not isinstance(p, FixedParameter))
 
 
 def build_config(spec: StudySpec, arm: Arm, nuisance: Mapping[str, Any]) -> Config:
@@ -82,11 +84,21 @@ def fill_context(params: Iterable[Parameter], arm: Arm, nuisance: Mapping[str, A
             context[param.name] = nuisance[param.name]
 
 
-def config_from_unit(spec: StudySpec, arm: Arm, point: Sequence[float]) -> Config:
+def config_from_unit(spec: StudySpec, arm: Arm, point: Iterable[float]) -> Config:
     """The config for a point of the nuisance unit cube (one coordinate per nuisance dimension)."""
     dims = nuisance_dimensions(spec)
-    values = {p.name: p.from_unit(u) for p, u in zip(dims, point, strict=True)}  # type: ignore[union-attr]
+    values = {p.name: p.from_unit(u) for p, u in zip(dims, point, strict=True)}
     return build_config(spec, arm, values)
+
+
+def on_grid(param: Parameter, value: Any) -> Any:
+    """``value`` of a stepped float range as the spec's grid holds it (libraries add steps up:
+    0.1 * 3 = 0.30000000000000004, which ``when`` conditions and the grid do not match);
+    any other value unchanged."""
+    if not isinstance(param, RangeParameter) or param.step is None or param.kind == "int":
+        return value
+    index = round((value - param.low) / param.step)
+    return param.grid_value(min(max(index, 0), param.grid_size - 1))
 
 
 def trial_seed(study_seed: int, number: int) -> int:

@@ -10,9 +10,10 @@ from typing import Literal, get_args
 from fastapi import HTTPException
 from fastapi.responses import FileResponse
 
+from searchsvc.core import STUDY_INTERRUPTED, StudyRecord
 from searchsvc.errors import NotFoundError
 from searchsvc.service.scheduler import StudyScheduler
-from searchsvc.store import STUDY_INTERRUPTED, Store, StudyRecord
+from searchsvc.store import Store
 
 ReportFormat = Literal["html", "md", "json", "csv"]
 REPORT_FORMATS: tuple[str, ...] = get_args(ReportFormat)
@@ -41,9 +42,9 @@ class ServiceStudies:
                         ) -> FileResponse:
         """The study's report in ``format`` (one of REPORT_FORMATS), written now: a download,
         or with ``inline`` a page the browser shows."""
-        from searchsvc.report import write_report
+        from searchsvc import usecases
 
-        files = write_report(self.store, name, formats=[] if format == "csv" else [format])
+        files = usecases.report(name, self.store, formats=[] if format == "csv" else [format])
         path = files.files[format]
         return FileResponse(path, filename=path.name,
                             content_disposition_type="inline" if inline else "attachment")

@@ -22,6 +22,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from searchsvc import __version__
 from searchsvc.codebundle import BundleLimits, CodeBundle, find_bundle, store_bundle
+from searchsvc.core import STUDY_CREATED, STUDY_RUNNING, StudyRecord, TokenGrant, TrialRecord
 from searchsvc.errors import (
     ConflictError,
     LimitExceededError,
@@ -33,15 +34,7 @@ from searchsvc.service.access import ReportFormat, ServiceStudies
 from searchsvc.service.scheduler import StudyScheduler
 from searchsvc.service.ui import SignInRequired, sign_in_redirect, ui_router
 from searchsvc.spec import SpecLimits, StudySpec, json_schema
-from searchsvc.store import (
-    STUDY_CREATED,
-    STUDY_RUNNING,
-    Store,
-    StudyRecord,
-    TokenGrant,
-    TrialRecord,
-    searchsvc_home,
-)
+from searchsvc.store import Store, searchsvc_home
 
 MAX_BODY_BYTES = 256 * 1024  # a study file is a few KB
 # What one study may ask of a shared server (each a `serve` option); tighter than what
@@ -146,10 +139,11 @@ def create_app(store: Store, config: ServiceConfig | None = None,
             bundle = _bundle_for(code, token) if code is not None else None
             spec = _checked_spec(body, config, bundle)
             _check_quota(store, token.user, config.max_queued_per_user)
-            from searchsvc.runner import RunOptions, create_study
+            from searchsvc import usecases
 
-            try:  # imports an allowed objective to check it: seconds for torch, off the loop
-                return create_study(spec, store, RunOptions(), owner=token.user, code=bundle)
+            try:  # the objective's module is located, never imported, in the API process
+                return usecases.create(spec, store, owner=token.user, code=bundle,
+                                       import_objective=False)
             except ConflictError:
                 raise HTTPException(409, f"a study named {spec.name!r} already exists"
                                     ) from None
@@ -236,7 +230,7 @@ def _checked_spec(body: str, config: ServiceConfig, bundle: CodeBundle | None) -
     """The valid spec in ``body`` within the server's limits, every module it imports allowed
     (or in ``bundle``); nothing is imported to find out."""
     from searchsvc.service.allowlist import refused_references
-    from searchsvc.validation import validate_text
+    from searchsvc.usecases import validate_text
 
     spec = validate_text(body, file="<request>", limits=config.limits)
     refused = refused_references(spec, config.allow_objectives,

@@ -15,7 +15,8 @@ import sys
 import threading
 from pathlib import Path
 
-from searchsvc.store import STUDY_CREATED, STUDY_INTERRUPTED, STUDY_RUNNING, Store, StudyRecord
+from searchsvc.core import STUDY_CREATED, STUDY_INTERRUPTED, STUDY_RUNNING, StudyRecord
+from searchsvc.store import Store
 
 # Drivers run at a lower CPU priority than the service, and so does the embedded Ray each one
 # starts (its processes inherit it): a study that keeps every core busy must not make API calls

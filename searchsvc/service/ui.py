@@ -18,16 +18,17 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from searchsvc import __version__
-from searchsvc.service.access import REPORT_FORMATS, ServiceStudies
-from searchsvc.store import (
+from searchsvc.core import (
     FINISHED_TRIAL_STATES,
     STUDY_CREATED,
     STUDY_INTERRUPTED,
     STUDY_RUNNING,
     StudyRecord,
     TrialRecord,
+    best_of,
     improves,
 )
+from searchsvc.service.access import REPORT_FORMATS, ServiceStudies
 
 COOKIE = "searchsvc_token"
 REFRESH_S = 5  # how often a page with a live study reloads itself
@@ -216,10 +217,7 @@ def _trial_rows(study: StudyRecord, trials: Sequence[TrialRecord], sort: str
                 ) -> list[dict[str, Any]]:
     """Table rows, newest first (``sort="number"``) or best first (``"best"``; trials with no
     value last)."""
-    best = None
-    for t in trials:
-        if improves(t.best_value, best, study.mode):
-            best = t.best_value
+    best = best_of((t.best_value for t in trials), study.mode)
     sign = 1 if study.mode == "min" else -1
     if sort == "best":
         ordered = sorted(trials, key=lambda t: (

@@ -17,6 +17,7 @@ from searchsvc.spec.model import (
     StudySpec,
 )
 from searchsvc.spec.source import SpecSource
+from searchsvc.spec.stored import spec_of
 from searchsvc.spec.validate import load_spec, parse_spec
 
 __all__ = [
@@ -35,4 +36,5 @@ __all__ = [
     "json_schema",
     "load_spec",
     "parse_spec",
+    "spec_of",
 ]

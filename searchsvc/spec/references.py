@@ -47,7 +47,7 @@ def references(node: Any, path: Path = ()) -> list[Reference]:
     return list(_walk(node, path))
 
 
-def marked_fields(model: type) -> list[str]:
+def marked_fields(model: type[Any]) -> list[str]:
     """The names of ``model``'s fields marked as references (a dataclass or pydantic model)."""
     if isinstance(model, type) and issubclass(model, BaseModel):
         return [name for name, info in model.model_fields.items() if _marked(info.metadata)]

@@ -61,6 +61,10 @@ class SpecSource:
             path = path[:-1]
         return self.lines.get((), None)
 
+    def has(self, path: Path) -> bool:
+        """Whether the file itself sets ``path`` (not a default)."""
+        return tuple(path) in self.lines
+
     def issue(self, path: Path, message: str, *value: Any) -> SpecIssue:
         """A :class:`SpecIssue` located in this file; pass the bad value to have it echoed."""
         return SpecIssue(
@@ -161,8 +165,9 @@ class _Converter:
                 )
                 continue
             first_line[key] = line
-            self.lines[(*path, key)] = line
-            result[key] = self.convert(value_node, (*path, key), depth + 1)
+            key_path = (*path, key)  # not `lines[(*path, key)]`: mypy reads that as 3.11 syntax
+            self.lines[key_path] = line
+            result[key] = self.convert(value_node, key_path, depth + 1)
         return result
 
     def _key(self, node: yaml.ScalarNode, path: Path, line: int) -> str | None:

@@ -13,7 +13,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import replace
 from pathlib import Path as FsPath
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
@@ -34,6 +34,7 @@ from searchsvc.spec.model import (
     Parameter,
     RangeParameter,
     Resources,
+    Role,
     StudySpec,
 )
 from searchsvc.spec.source import SpecSource, read_yaml
@@ -207,7 +208,7 @@ class _SemanticCheck:
                       "not starting with a digit or '__')", name)
             return None
         given = raw.model_fields_set
-        role = raw.role or ("fixed" if "value" in given else "nuisance")
+        role: Role = raw.role or ("fixed" if "value" in given else "nuisance")
         if role == "fixed":
             return self._fixed(name, raw, given)
         if "value" in given:
@@ -241,7 +242,7 @@ class _SemanticCheck:
             return None
         return FixedParameter(name=name, value=raw.value)
 
-    def _choice(self, name: str, role: str, raw: ParameterFile,
+    def _choice(self, name: str, role: Role, raw: ParameterFile,
                 given: set[str]) -> Parameter | None:
         path = ("parameters", name)
         values = list(raw.values or [])
@@ -255,11 +256,11 @@ class _SemanticCheck:
             return None
         seen: set[tuple[type, Any]] = set()  # a set: a long list must not cost n^2 checks
         for i, v in enumerate(values):
-            key = (type(v), v if isinstance(v, Hashable) else repr(v))
-            if key in seen:
+            entry = (type(v), v if isinstance(v, Hashable) else repr(v))
+            if entry in seen:
                 self.fail((*path, "values", i), "duplicate value", v)
                 return None
-            seen.add(key)
+            seen.add(entry)
         kind = raw.type or _infer_kind(values)
         if kind == "int" and not all(_is_int(v) for v in values):
             bad = next(v for v in values if not _is_int(v))
@@ -275,7 +276,7 @@ class _SemanticCheck:
             values = [int(v) for v in values]
         return ChoiceParameter(name=name, role=role, kind=kind, values=tuple(values))
 
-    def _range(self, name: str, role: str, raw: ParameterFile,
+    def _range(self, name: str, role: Role, raw: ParameterFile,
                given: set[str]) -> Parameter | None:
         path = ("parameters", name)
         ok = True
@@ -467,6 +468,7 @@ def _is_finite(v: float) -> bool:
 def _first_values(param: Parameter, count: int = 10) -> str:
     """The first ``count`` values of a discrete parameter, for messages (never enumerates a
     range beyond them)."""
+    shown: list[Any]
     if isinstance(param, RangeParameter):
         shown = [param.grid_value(i) for i in range(min(count, param.grid_size))]
         more = param.grid_size > count
@@ -489,7 +491,7 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool)
 
 
-def _infer_kind(values: list[Any]) -> str:
+def _infer_kind(values: list[Any]) -> Literal["float", "int", "categorical"]:
     if all(_is_int_literal(v) for v in values):
         return "int"
     if all(_is_number(v) for v in values):

@@ -1,56 +1,22 @@
-"""Studies, trials and measurements in a real database (SQLAlchemy: SQLite or PostgreSQL).
+"""Persistence of studies, trials, measurements and events, behind the abstract :class:`Store`.
 
-Knows nothing of Ray or searchers: the runner writes into it, analysis and reports read from it.
+Implementations: :class:`SqlStore` (SQLAlchemy: SQLite embedded, PostgreSQL in production) and
+:class:`InMemoryStore` (one process, nothing written; tests and notebooks). The records it
+takes and returns are :mod:`searchsvc.core`'s. Knows nothing of Ray, searchers or analysis.
 """
 
-from searchsvc.store.records import (
-    EVENT_EXPLOIT,
-    EVENT_RETRIED,
-    EVENT_STOPPED_EARLY,
-    FINISHED_TRIAL_STATES,
-    STUDY_COMPLETED,
-    STUDY_CREATED,
-    STUDY_FAILED,
-    STUDY_INTERRUPTED,
-    STUDY_RUNNING,
-    TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_INFEASIBLE,
-    TRIAL_INTERRUPTED,
-    TRIAL_PRUNED,
-    TRIAL_RUNNING,
-    Measurement,
-    StudyRecord,
-    TokenGrant,
-    TrialEvent,
-    TrialRecord,
-    improves,
-)
-from searchsvc.store.sql import Store, default_storage_url, searchsvc_home
+from searchsvc.store.base import Store
+from searchsvc.store.memory import InMemoryStore
+from searchsvc.store.sql import SqlStore, default_storage_url, searchsvc_home
 
-__all__ = [
-    "EVENT_EXPLOIT",
-    "EVENT_RETRIED",
-    "EVENT_STOPPED_EARLY",
-    "FINISHED_TRIAL_STATES",
-    "STUDY_COMPLETED",
-    "STUDY_CREATED",
-    "STUDY_FAILED",
-    "STUDY_INTERRUPTED",
-    "STUDY_RUNNING",
-    "TRIAL_COMPLETED",
-    "TRIAL_FAILED",
-    "TRIAL_INFEASIBLE",
-    "TRIAL_INTERRUPTED",
-    "TRIAL_PRUNED",
-    "TRIAL_RUNNING",
-    "Measurement",
-    "Store",
-    "StudyRecord",
-    "TokenGrant",
-    "TrialEvent",
-    "TrialRecord",
-    "default_storage_url",
-    "improves",
-    "searchsvc_home",
-]
+
+def open_store(url: str | None = None) -> Store:
+    """The store at ``url`` (a SQLAlchemy URL; ``memory:`` for an in-memory one; default: the
+    SQLite file under ``$SEARCHSVC_HOME``)."""
+    if url == "memory:":
+        return InMemoryStore()
+    return SqlStore(url)
+
+
+__all__ = ["InMemoryStore", "SqlStore", "Store", "default_storage_url", "open_store",
+           "searchsvc_home"]

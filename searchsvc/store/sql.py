@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import math
 import os
 import secrets
@@ -10,30 +9,33 @@ import threading
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import fields as dataclass_fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import case, create_engine, delete, event, func, insert, select, update
+from sqlalchemy import Table, case, create_engine, delete, event, func, insert, select, update
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from searchsvc.errors import ConflictError, NotFoundError, StoreError
-from searchsvc.store import jsonutil
-from searchsvc.store.records import (
+from searchsvc.core import (
     FINISHED_TRIAL_STATES,
     STUDY_CREATED,
     TRIAL_INTERRUPTED,
     TRIAL_RUNNING,
     TRIAL_STATES,
+    EventKind,
     Measurement,
     StudyRecord,
+    StudyState,
     TokenGrant,
     TrialEvent,
     TrialRecord,
-    improves,
+    TrialState,
+    best_of,
 )
+from searchsvc.errors import ConflictError, NotFoundError, StoreError
+from searchsvc.store import jsonutil
+from searchsvc.store.base import UPDATABLE_STUDY_FIELDS, Store, best_point, token_hash
 from searchsvc.store.schema import EventRow, MeasurementRow, StudyRow, TokenRow, TrialRow
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -56,10 +58,6 @@ def migrate(engine: Engine) -> None:
         command.upgrade(config, "head")
 
 
-def _token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
-
-
 def searchsvc_home() -> Path:
     """Where the default database and results live: ``$SEARCHSVC_HOME`` or ``~/.searchsvc``."""
     return Path(os.environ.get("SEARCHSVC_HOME") or Path.home() / ".searchsvc").expanduser()
@@ -79,13 +77,9 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-class Store:
-    """Studies, trials and measurements in one database.
-
-    Contract: every method is a complete transaction; what a method has returned from is durable
-    (inside :meth:`transaction`, once that block has ended). A trial number is unique within its
-    study; a finished trial is never started again.
-    """
+class SqlStore(Store):
+    """The store in a SQL database through SQLAlchemy: SQLite (embedded, the default) or
+    PostgreSQL (production). The schema is migrated with Alembic on open."""
 
     def __init__(self, url: str | None = None):
         self.url = url or default_storage_url()
@@ -197,7 +191,7 @@ class Store:
         hash is stored, so this is the one chance to read it."""
         token = secrets.token_urlsafe(32)
         with self._session() as s:
-            s.add(TokenRow(user=user, token_hash=_token_hash(token), created_at=time.time(),
+            s.add(TokenRow(user=user, token_hash=token_hash(token), created_at=time.time(),
                            allow_code=allow_code))
         return token
 
@@ -205,7 +199,7 @@ class Store:
         """Who ``token`` acts as and what it may do, or None for an unknown token."""
         with self._session() as s:
             row = s.execute(select(TokenRow.user, TokenRow.allow_code).where(
-                TokenRow.token_hash == _token_hash(token))).first()
+                TokenRow.token_hash == token_hash(token))).first()
         return None if row is None else TokenGrant(row[0], bool(row[1]))
 
     def user_for_token(self, token: str) -> str | None:
@@ -216,9 +210,7 @@ class Store:
     def update_study(self, name: str, **fields: Any) -> StudyRecord:
         """Set study fields: state, total_trials, results_dir, started_at, finished_at,
         driver (mapping), provenance (mapping)."""
-        allowed = {"state", "total_trials", "results_dir", "started_at", "finished_at",
-                   "driver", "provenance"}
-        unknown = set(fields) - allowed
+        unknown = set(fields) - UPDATABLE_STUDY_FIELDS
         if unknown:
             raise ValueError(f"cannot update study fields {sorted(unknown)}")
         with self._session() as s:
@@ -250,6 +242,7 @@ class Store:
             row = s.scalars(select(TrialRow).where(
                 TrialRow.study_id == study_id, TrialRow.number == number)).one_or_none()
             if row is None:
+                self._check_study_id(s, study_id)
                 row = TrialRow(
                     study_id=study_id, number=number, state=TRIAL_RUNNING,
                     config=jsonutil.dumps(dict(config)), arm=jsonutil.dumps(dict(arm)),
@@ -275,27 +268,29 @@ class Store:
         """Append (step, value, metrics) rows of one attempt and update the trial's best and
         last step. A non-finite value is kept in ``metrics`` and never becomes the best."""
         now = time.time()
-        rows, best, best_step, last = [], None, None, None
+        rows, points = [], []
         for step, value, metrics in items:
             finite = value is not None and math.isfinite(value)
             rows.append({"trial_id": trial_id, "attempt": attempt, "step": step,
                          "value": float(value) if finite else None,  # type: ignore[arg-type]
                          "metrics": jsonutil.dumps(dict(metrics)), "recorded_at": now})
-            last = step if last is None else max(last, step)
-            if improves(value, best, mode):
-                best, best_step = float(value), step  # type: ignore[arg-type]
+            points.append((step, value))
         if not rows:
             return
+        last = max(step for step, _ in points)
+        best_found = best_point(points, mode)
         # Core statements, no ORM load: this runs for every step every trial reports.
-        trial = TrialRow.__table__
+        # (cast: SQLAlchemy annotates ``__table__`` as any FromClause; a model's is a Table.)
+        trial = cast(Table, TrialRow.__table__)
         with self._session() as s:
             found = s.execute(update(trial).where(trial.c.id == trial_id).values(
                 last_step=case((trial.c.last_step.is_(None) | (trial.c.last_step < last), last),
                                else_=trial.c.last_step)))
             if not found.rowcount:  # type: ignore[attr-defined]
                 raise NotFoundError(f"no trial with id {trial_id}")
-            s.execute(insert(MeasurementRow.__table__), rows)
-            if best is not None:
+            s.execute(insert(cast(Table, MeasurementRow.__table__)), rows)
+            if best_found is not None:
+                best_step, best = best_found
                 better = (trial.c.best_value > best) if mode == "min" else (
                     trial.c.best_value < best)
                 s.execute(update(trial).where(
@@ -315,11 +310,10 @@ class Store:
                 raise NotFoundError(f"no trial with id {trial_id}")
             kept = s.execute(select(MeasurementRow.step, MeasurementRow.value).where(
                 MeasurementRow.trial_id == trial_id, MeasurementRow.attempt == attempt)).all()
-            row.best_value = row.best_step = None
-            row.last_step = max((step for step, _ in kept), default=None)
-            for step, value in sorted(kept):
-                if improves(value, row.best_value, mode):
-                    row.best_value, row.best_step = value, step
+            ordered = sorted(kept, key=lambda m: m[0])  # by step: values may be None
+            found = best_point(((step, value) for step, value in ordered), mode)
+            row.best_step, row.best_value = found if found is not None else (None, None)
+            row.last_step = ordered[-1][0] if ordered else None
 
     def set_trial_node(self, trial_id: int, node: str) -> None:
         """Record where (host, node address) the trial runs."""
@@ -385,11 +379,12 @@ class Store:
 
     # -- events --------------------------------------------------------------------------------
 
-    def record_event(self, study_id: int, trial_number: int, kind: str, *,
+    def record_event(self, study_id: int, number: int, kind: str, *,
                      step: int | None = None, data: Mapping[str, Any] | None = None) -> None:
-        """Record what a scheduler did to trial ``trial_number`` (see ``EVENT_*``)."""
+        """Record what a scheduler did to trial ``number`` (see ``EventKind``)."""
         with self._session() as s:
-            s.add(EventRow(study_id=study_id, trial_number=trial_number, kind=kind, step=step,
+            self._check_study_id(s, study_id)
+            s.add(EventRow(study_id=study_id, trial_number=number, kind=kind, step=step,
                            data=jsonutil.dumps(dict(data or {})), recorded_at=time.time()))
 
     def get_events(self, study_name: str, *, kind: str | None = None) -> list[TrialEvent]:
@@ -400,7 +395,7 @@ class Store:
             if kind is not None:
                 query = query.where(EventRow.kind == kind)
             rows = s.scalars(query.order_by(EventRow.id)).all()
-            return [TrialEvent(r.trial_number, r.kind, r.step, jsonutil.loads(r.data),
+            return [TrialEvent(r.trial_number, EventKind(r.kind), r.step, jsonutil.loads(r.data),
                                r.recorded_at) for r in rows]
 
     # -- helpers -------------------------------------------------------------------------------
@@ -410,6 +405,10 @@ class Store:
         if study_id is None:
             raise NotFoundError(f"no study named {name!r} in {self._safe_url()}")
         return study_id
+
+    def _check_study_id(self, s: Session, study_id: int) -> None:
+        if s.get(StudyRow, study_id) is None:
+            raise NotFoundError(f"no study with id {study_id}")
 
     def _study_row(self, s: Session, name: str) -> StudyRow:
         row = s.scalars(select(StudyRow).where(StudyRow.name == name)).one_or_none()
@@ -446,9 +445,9 @@ class Store:
             best_of_state = low if row.mode == "min" else high
             if best_of_state is not None:
                 bests.append(best_of_state)
-        best = (min if row.mode == "min" else max)(bests) if bests else None
+        best = best_of(bests, row.mode)
         return StudyRecord(
-            id=row.id, name=row.name, state=row.state, metric=row.metric, mode=row.mode,
+            id=row.id, name=row.name, state=StudyState(row.state), metric=row.metric, mode=row.mode,
             searcher=row.searcher, spec_text=row.spec_text, spec_file=row.spec_file,
             created_at=row.created_at, total_trials=row.total_trials,
             results_dir=row.results_dir, started_at=row.started_at,
@@ -469,19 +468,10 @@ def _trial_record_of(row: tuple[Any, ...], config: Any, arm: Any,
     already decoded)."""
     (id_, study_id, number, state, _, _, seed, attempts, error, started_at, finished_at,
      best_value, best_step, last_step, node, checkpoints) = row
-    # The frozen dataclass's __init__ sets its 17 fields one object.__setattr__ at a time, a
-    # fifth of listing a study's trials; this makes the same record with every field given.
-    record = _new_object(TrialRecord)
-    record.__dict__.update(
-        id=id_, study_id=study_id, number=number, state=state, config=config,
-        arm=arm, seed=seed, attempts=attempts, error=error,
-        started_at=started_at, finished_at=finished_at, best_value=best_value,
-        best_step=best_step, last_step=last_step, node=node,
-        checkpoints=tuple(jsonutil.loads(checkpoints)), measurements=measurements,
+    return TrialRecord(
+        id=id_, study_id=study_id, number=number, state=TrialState(state), config=config,
+        arm=arm, seed=seed, attempts=attempts, error=error, started_at=started_at,
+        finished_at=finished_at, best_value=best_value, best_step=best_step,
+        last_step=last_step, node=node, checkpoints=tuple(jsonutil.loads(checkpoints)),
+        measurements=measurements,
     )
-    return record
-
-
-_new_object = object.__new__
-assert {f.name for f in dataclass_fields(TrialRecord)} == {*_TRIAL_COLUMNS, "measurements"}
-assert not hasattr(TrialRecord, "__slots__") and not hasattr(TrialRecord, "__post_init__")

@@ -1,6 +1,6 @@
 """Planted-truth studies: trials whose curves come from functions with a known answer (the
 best learning rate, the better scientific value, the overfitting arm, the divergence limit),
-proposed by a real searcher and written to a real store, as a run would."""
+proposed by a real searcher and written to a store (in memory), as a run would."""
 
 from __future__ import annotations
 
@@ -10,15 +10,10 @@ import textwrap
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE, StudyRecord, TrialRecord
 from searchsvc.searchers import create_searcher
 from searchsvc.spec import StudySpec, parse_spec
-from searchsvc.store import (
-    TRIAL_COMPLETED,
-    TRIAL_INFEASIBLE,
-    Store,
-    StudyRecord,
-    TrialRecord,
-)
+from searchsvc.store import Store
 
 # config, seed, steps -> per-step metrics (a NaN metric makes the trial infeasible)
 Curve = Callable[[Mapping[str, Any], random.Random, int], list[dict[str, float]]]

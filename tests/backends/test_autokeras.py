@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from objectives.autokeras_tabular import breast_cancer_csv
+from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.report import write_report
-from searchsvc.runner import RunOptions, create_study, run_study
-from searchsvc.store import TRIAL_COMPLETED, Store
+from searchsvc.store import SqlStore
 from searchsvc.validation import validate_file
 
 pytestmark = pytest.mark.slow
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_an_autokeras_search_stores_every_trial_and_exports_a_working_best_model(
         ray_local, tmp_path: Path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     spec = validate_file(ROOT / "spaces" / "autokeras_tabular.yaml")
     options = RunOptions(live_progress=False, results_root=tmp_path / "results")
     create_study(spec, store, options)

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_PRUNED
+from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.report import write_report
-from searchsvc.runner import RunOptions, create_study, run_study
 from searchsvc.spec import parse_spec
-from searchsvc.store import TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_PRUNED, Store
+from searchsvc.store import SqlStore, Store
 from searchsvc.validation import validate_text
 
 pytestmark = pytest.mark.slow
@@ -33,7 +34,7 @@ def run(text: str, store: Store) -> None:
 
 def test_a_keras_tuner_hypermodel_runs_as_a_quasi_random_study_with_the_full_report(
         ray_local, tmp_path: Path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     run(SPACE.read_text(), store)
     trials = store.get_trials("keras_digits", measurements=True)
     assert [t.state for t in trials] == [TRIAL_COMPLETED] * 8
@@ -56,7 +57,7 @@ def test_asha_stops_keras_trials_between_epochs(ray_local, tmp_path: Path) -> No
     text = SPACE.read_text().replace("searcher: quasi_random", "searcher: asha\nsearcher_options:"
                                      " {grace_period: 1, reduction_factor: 2}")
     text = text.replace("study: keras_digits", "study: keras_asha")
-    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     run(text, store)
     trials = store.get_trials("keras_asha", measurements=True)
     assert {t.state for t in trials} <= {TRIAL_COMPLETED, TRIAL_PRUNED}
@@ -84,7 +85,7 @@ parameters:
 
 def test_values_outside_the_hypermodels_space_fail_their_trial_with_the_parameter_named(
         ray_local, tmp_path: Path) -> None:
-    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     # the hypermodel declares lr in [1e-4, 0.1]
     run(GRID.format(name="keras_bad", extra="  lr: {values: [0.01, 0.5]}\n"), store)
     assert store.get_study("keras_bad").state == "completed"

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from searchsvc.core import EVENT_STOPPED_EARLY
 from searchsvc.report import write_report
-from searchsvc.store import EVENT_STOPPED_EARLY, Store
+from searchsvc.store import SqlStore
 from searchsvc.validation import validate_file
 from tests.analysis.planted import planted_study
 from tests.analysis.test_planted_truth import depth_curve
@@ -32,7 +33,7 @@ SPEC = """
 @pytest.fixture(scope="module")
 def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp_path = tmp_path_factory.mktemp("report")
-    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     study, _, _ = planted_study(store, SPEC, depth_curve)
     store.record_event(study.id, 5, EVENT_STOPPED_EARLY, step=3,
                        data={"rung": 3, "cutoff": 0.5, "value": 0.9})

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from searchsvc.core import EVENT_EXPLOIT, EVENT_STOPPED_EARLY
 from searchsvc.report import write_report
-from searchsvc.store import EVENT_EXPLOIT, EVENT_STOPPED_EARLY, Store
+from searchsvc.store import SqlStore
 from tests.analysis.planted import planted_study
 from tests.analysis.test_planted_truth import divergence_curve
 from tests.browser import launch, screenshot_dir, watched_page
@@ -36,7 +37,7 @@ SPEC = """
 def test_report_html_renders_every_plot_without_console_errors(tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
-    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     study, _, _ = planted_study(store, SPEC, divergence_curve)
     store.record_event(study.id, 4, EVENT_STOPPED_EARLY, step=4, data={"rung": 4})
     store.record_event(study.id, 2, EVENT_EXPLOIT, step=6, data={

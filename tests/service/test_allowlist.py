@@ -14,7 +14,7 @@ import pytest
 from searchsvc.service.allowlist import option_models, refused_references, spec_references
 from searchsvc.spec import parse_spec
 from searchsvc.spec.references import marked_fields, references
-from tests.service.served import KERAS_STUDY
+from searchsvc.testing.served import KERAS_STUDY
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -12,7 +12,7 @@ import yaml
 from fastapi.testclient import TestClient
 
 from searchsvc.service import ServiceConfig, create_app
-from searchsvc.store import Store
+from searchsvc.store import SqlStore, Store
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC = (ROOT / "spaces" / "quickstart.yaml").read_text()
@@ -20,7 +20,7 @@ SPEC = (ROOT / "spaces" / "quickstart.yaml").read_text()
 
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
-    return Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    return SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from searchsvc.codebundle import digest, pack
-from searchsvc.store import TRIAL_COMPLETED
-from tests.runner.loopback import LoopbackCluster
-from tests.service.served import running_service
+from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.testing.served import running_service
+from tests.driver.loopback import LoopbackCluster
 
 pytestmark = pytest.mark.slow
 

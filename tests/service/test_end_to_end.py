@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.store import TRIAL_COMPLETED, Store
+from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.store import SqlStore
+from searchsvc.testing.served import SPEC, Service, running_service
 from tests.browser import launch, screenshot_dir, watched_page
-from tests.service.served import SPEC, Service, running_service
 
 pytestmark = pytest.mark.slow
 TRIALS = 8
@@ -92,7 +93,7 @@ def test_submit_poll_download_and_watch_in_the_browser_on_postgresql(
     assert (tmp_path / "report" / "trials.csv").read_text().count("\n") == TRIALS + 1
 
     # Every trial is in PostgreSQL, every step of it once.
-    trials = Store(postgres_url).get_trials("e2e", measurements=True)
+    trials = SqlStore(postgres_url).get_trials("e2e", measurements=True)
     assert sorted(t.number for t in trials) == list(range(TRIALS))
     assert all(t.state == TRIAL_COMPLETED for t in trials)
     assert all([m.step for m in t.measurements] == list(range(1, 7)) for t in trials)

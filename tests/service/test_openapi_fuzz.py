@@ -22,7 +22,7 @@ from schemathesis.transport.serialization import Binary
 
 from searchsvc.service import ServiceConfig, create_app
 from searchsvc.service.scheduler import StudyScheduler
-from searchsvc.store import Store
+from searchsvc.store import SqlStore
 from tests.archives import tar_gz
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,7 +58,7 @@ def _without_lifespan(app: Any) -> Any:
 def api_schema(tmp_path: Path) -> schemathesis.BaseSchema:
     """The app's OpenAPI document, loaded from the app in-process, over a fresh store where user
     "ada" (whose token schemathesis sends) owns study "quickstart"."""
-    store = Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     # A code token: uploads (POST /code, POST /studies?code=) get past the permission check.
     token = store.create_token("ada", allow_code=True)
     # A real scheduler, never started (see _without_lifespan): cancel and resume change the

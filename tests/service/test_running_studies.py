@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.store import TRIAL_COMPLETED
-from tests.service.served import SPEC, Service, running_service
+from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.testing.served import SPEC, Service, running_service
 
 pytestmark = pytest.mark.slow
 

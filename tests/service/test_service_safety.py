@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from searchsvc.testing.served import KERAS_STUDY, ROOT, Service, running_service
 from tests.archives import tar_gz
-from tests.service.served import KERAS_STUDY, ROOT, Service, running_service
 
 HUGE_GRID = "study: huge\nobjective: objectives.synthetic:playbook\nmetric: val_loss\n" \
     "mode: min\nsearcher: grid\nparameters:\n" + "".join(
@@ -112,6 +112,48 @@ def test_no_callable_field_can_make_the_server_import_a_disallowed_module(
             assert "module 'evil_probe' is not allowed" in body["errors"][0]
         assert s.store.list_studies() == []
     assert not marker.exists(), "the server imported a module it does not allow"
+
+
+# Imported, this module records which process imported it.
+PID_PROBE = """
+import os
+from pathlib import Path
+with Path(__file__).with_name("IMPORTERS").open("a") as f:
+    f.write(f"{os.getpid()}\\n")
+def run(config):
+    return 0.0
+"""
+ALLOWED_STUDY = """study: allowed-{n}
+objective: {objective}
+metric: loss
+mode: min
+searcher: random
+budget: {{trials: 1}}
+parameters:
+  x: {{role: nuisance, type: float, low: 0, high: 1}}
+"""
+
+
+def test_the_api_process_never_imports_an_allowed_objective(tmp_path: Path) -> None:
+    modules = tmp_path / "installed"
+    (modules / "team_objectives").mkdir(parents=True)
+    (modules / "team_objectives" / "__init__.py").write_text(PID_PROBE)
+    (modules / "team_objectives" / "probe.py").write_text(PID_PROBE)
+    importers = modules / "team_objectives" / "IMPORTERS"
+    with running_service(tmp_path, pythonpath=[modules],
+                         args=("--num-cpus", "2", "--allow-objectives",
+                               "team_objectives.,objectives.")) as s:
+        assert s.process is not None
+        created = s.call("POST", "/studies",
+                         ALLOWED_STUDY.format(n=0, objective="team_objectives.probe:run"))
+        assert created["name"] == "allowed-0"
+        # A module that is allowed but does not exist is still refused at once, by name.
+        status, body = refusal(s, "POST", "/studies", ALLOWED_STUDY.format(
+            n=1, objective="team_objectives.missing:run"))
+        assert status == 422 and "team_objectives.missing" in body["detail"], body
+        server_pid = s.process.pid
+        imported_by = importers.read_text().split() if importers.exists() else []
+        assert str(server_pid) not in imported_by, (server_pid, imported_by)
 
 
 def announced_upload(service: Service, size: int, token: str) -> int:

@@ -9,15 +9,16 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED
 from searchsvc.service import ServiceConfig, create_app
 from searchsvc.service.ui import COOKIE
-from searchsvc.store import TRIAL_COMPLETED, TRIAL_FAILED, Store
+from searchsvc.store import SqlStore, Store
 from tests.service.test_api import SPEC, auth
 
 
 @pytest.fixture
 def store(tmp_path: Path) -> Store:
-    return Store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    return SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
 
 
 @pytest.fixture

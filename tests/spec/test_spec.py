@@ -1,4 +1,4 @@
-"""Valid study files become the typed, immutable spec DESIGN.md describes."""
+"""Valid study files become the typed, immutable spec docs/DESIGN.md describes."""
 
 from __future__ import annotations
 

@@ -1,0 +1,102 @@
+"""The immutable records every layer shares: study, trial, measurement, event (as in OSS
+Vizier). The store builds them from its rows, searchers and analysis read them, and tests build
+them directly, without a database.
+
+A trial's ``number`` is its study-local number (0, 1, ...), the one name for it in every layer;
+``id`` is the store's own key. report.json and trials.csv also call the number ``trial_id``,
+kept as a documented alias for users' scripts (docs/DESIGN.md, "Reports").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from searchsvc.core.curve import Curve
+from searchsvc.core.states import FINISHED_TRIAL_STATES, EventKind, StudyState, TrialState
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """Metrics an objective reported at one step of one attempt of a trial."""
+
+    step: int
+    value: float | None  # the study's metric at this step; None when missing or not finite
+    metrics: Mapping[str, Any]
+    attempt: int = 1
+    recorded_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    """One trial: its config, what became of it, and (when asked for) its measurements."""
+
+    id: int
+    study_id: int
+    number: int
+    state: TrialState
+    config: Mapping[str, Any]
+    arm: Mapping[str, Any]
+    seed: int
+    attempts: int = 1
+    error: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    best_value: float | None = None  # best finite value of the study's metric
+    best_step: int | None = None
+    last_step: int | None = None
+    node: str | None = None
+    checkpoints: tuple[str, ...] = ()
+    measurements: tuple[Measurement, ...] = ()
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED_TRIAL_STATES
+
+    def curve(self, metric: str, attempt: int | None = None) -> Curve:
+        """``metric`` over the latest attempt (or ``attempt``): finite values only."""
+        attempt = attempt or self.attempts
+        return Curve((m.step, m.metrics.get(metric)) for m in self.measurements
+                     if m.attempt == attempt)
+
+
+@dataclass(frozen=True)
+class TrialEvent:
+    """What a scheduler did to trial ``number`` at ``step``."""
+
+    number: int
+    kind: EventKind
+    step: int | None
+    data: Mapping[str, Any]
+    recorded_at: float = 0.0
+
+
+@dataclass(frozen=True)
+class StudyRecord:
+    id: int
+    name: str
+    state: StudyState
+    metric: str
+    mode: str
+    searcher: str
+    spec_text: str
+    spec_file: str
+    created_at: float
+    total_trials: int | None = None
+    results_dir: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    driver: Mapping[str, Any] = field(default_factory=dict)
+    trial_counts: Mapping[str, int] = field(default_factory=dict)
+    best_value: float | None = None
+    owner: str | None = None  # the service user it belongs to (None: made from the CLI)
+
+
+@dataclass(frozen=True)
+class TokenGrant:
+    """What an API token allows: the user it acts as, and whether it may upload code."""
+
+    user: str
+    allow_code: bool = False

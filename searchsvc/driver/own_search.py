@@ -1,0 +1,94 @@
+"""Runs a study whose backend runs its own search (``Backend.runs_own_search``, e.g.
+``autokeras``): the whole search in one Ray task (with the study's per-trial resources, a GPU
+when given), its trials streamed back through a Ray queue and written to the store as each one
+ends. A resumed study continues the backend's own project folder, so finished trials are
+neither lost nor run again."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+from searchsvc.backends.base import Backend, SearchedTrial
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, StudyRecord
+from searchsvc.driver.progress import Progress
+from searchsvc.driver.run import code_path
+from searchsvc.errors import ObjectiveError
+from searchsvc.spec import StudySpec
+from searchsvc.store import Store, searchsvc_home
+from searchsvc.worker.objective import resolve_objective, search_paths_for
+
+
+def run_own_search(backend: type[Backend], spec: StudySpec, study: StudyRecord, store: Store,
+                   progress: Progress, finished: set[int]) -> bool:
+    """Run the search to its end; True when the backend finished it (all its trials stored)."""
+    import ray
+    from ray.util.queue import Empty, Queue
+
+    folder = Path(study.results_dir or searchsvc_home() / "results" / spec.name).resolve()
+    directory = folder / backend.name
+    resume = (directory / "search").exists()
+    queue = Queue()
+    # Any: Ray's annotations type remote functions of at most 10 arguments; _search takes 11.
+    remote: Any = ray.remote(num_cpus=spec.resources.cpu, num_gpus=spec.resources.gpu or 0)
+    task = remote(_search)
+    ref = task.remote(backend, spec.objective, search_paths_for(study.spec_file, code_path(study)),
+                      dict(spec.backend_options), spec.metric, spec.budget.trials,
+                      spec.budget.max_steps, spec.seed, directory, resume, queue)
+    progress.start()
+
+    def drain() -> None:
+        while True:
+            try:
+                trial, node = queue.get_nowait()
+            except Empty:
+                return
+            if trial.number not in finished:
+                _store_trial(spec, study, store, progress, trial, node)
+                finished.add(trial.number)
+
+    try:
+        while not ray.wait([ref], timeout=0.5)[0]:
+            drain()
+        drain()
+        try:
+            best = ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:
+            raise ObjectiveError(f"the {backend.name} search failed: {exc.cause!r}") from None
+    except KeyboardInterrupt:
+        ray.cancel(ref, force=True)
+        raise
+    store.update_study(spec.name, provenance={**study.provenance, "best_model": best})
+    return True
+
+
+def _search(backend: type[Backend], objective: str, search_paths: list[str],
+            options: dict[str, Any], metric: str, max_trials: int, epochs: int, seed: int,
+            directory: Path, resume: bool, queue: Any) -> str:
+    """Inside the Ray task: run the search, sending every finished trial to ``queue``."""
+    import ray
+
+    node = f"{socket.gethostname()} node {ray.get_runtime_context().get_node_id()}"
+    directory.mkdir(parents=True, exist_ok=True)
+    path = backend.own_search(
+        lambda: resolve_objective(objective, search_paths)(), options, metric=metric,
+        max_trials=max_trials, epochs=epochs, seed=seed, directory=directory, resume=resume,
+        sink=lambda trial: queue.put((trial, node)))
+    return str(path)
+
+
+def _store_trial(spec: StudySpec, study: StudyRecord, store: Store, progress: Progress,
+                 trial: SearchedTrial, node: str) -> None:
+    record = store.start_trial(study.id, number=trial.number, config=trial.config, arm={},
+                               seed=spec.seed, node=node)
+    progress.trial_started(trial.number)
+    rows = [(step, logs.get(spec.metric), logs) for step, logs in enumerate(trial.epochs, 1)]
+    with store.transaction():
+        if rows:
+            store.record_measurements(record.id, record.attempts, spec.mode, rows)
+        store.finish_trial(record.id, TRIAL_COMPLETED if trial.completed else TRIAL_FAILED,
+                           error=trial.error)
+    for _, value, _ in rows:
+        progress.trial_result(trial.number, value)
+    progress.trial_finished(trial.number, TRIAL_COMPLETED if trial.completed else TRIAL_FAILED)

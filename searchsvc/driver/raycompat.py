@@ -1,0 +1,151 @@
+"""Every use of Ray's private names, in one module, behind public names the rest of searchsvc
+uses. Ray Tune offers no public hooks for what searchsvc's schedulers need (rungs refilled on
+resume, brackets chosen by trial number, PBT exploiting within a scientific arm, each exploit
+reported), so these adapters reach into its internals, and this is the one place to check when
+Ray changes.
+
+Checked against Ray ``RAY_VERSIONS`` (pyproject pins the same range); ``tests/driver/
+test_raycompat.py`` checks that every private name below still exists in the installed Ray, and
+``tests/test_architecture.py`` that no other module touches a Ray private name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ray.tune.schedulers import AsyncHyperBandScheduler, PopulationBasedTraining
+from ray.tune.schedulers.async_hyperband import _Bracket
+from ray.tune.schedulers.pb2 import PB2
+
+RAY_VERSIONS = ">=2.40,<2.61"
+
+# (owner, private attribute) pairs this module relies on; checked by the tests.
+PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
+    ("ray.tune.schedulers.async_hyperband", "_Bracket"),
+    ("_Bracket", "_rungs"),
+    ("AsyncHyperBandScheduler", "_brackets"),
+    ("AsyncHyperBandScheduler", "_trial_info"),
+    ("AsyncHyperBandScheduler", "_metric"),
+    ("AsyncHyperBandScheduler", "_metric_op"),
+    ("PopulationBasedTraining", "_trial_state"),
+    ("PopulationBasedTraining", "_quantiles"),
+    ("PopulationBasedTraining", "_checkpoint_or_exploit"),
+    ("PopulationBasedTraining", "_get_new_config"),
+    ("PopulationBasedTraining", "_exploit"),
+    ("ActorHandle", "_actor_id"),
+    ("ray._private", "state"),
+)
+
+Rung = tuple[float, dict[str, float]]  # (milestone, {trial id: signed value recorded there})
+
+
+class Bracket(_Bracket):
+    """Ray's asynchronous-Hyperband bracket, its rungs readable as :attr:`rungs`."""
+
+    @property
+    def rungs(self) -> list[Rung]:
+        return rungs_of(self)
+
+
+def rungs_of(bracket: Any) -> list[Rung]:
+    """The rungs of any bracket of Ray's asynchronous Hyperband (its own, or a
+    :class:`Bracket`)."""
+    return bracket._rungs
+
+
+class HyperBand(AsyncHyperBandScheduler):
+    """Ray's asynchronous Hyperband with its brackets, the trial-to-bracket map and the metric
+    sign available under public names."""
+
+    def replace_brackets(self, brackets: list[Any]) -> None:
+        self._brackets = brackets
+
+    def bracket(self, index: int) -> Any:
+        return self._brackets[index]
+
+    def assign(self, trial: Any, bracket: Any) -> None:
+        """Put ``trial`` in ``bracket`` (Ray would pick one at random)."""
+        self._trial_info[trial.trial_id] = bracket
+
+    def bracket_of(self, trial: Any) -> Any | None:
+        return self._trial_info.get(trial.trial_id)
+
+    @property
+    def metric_name(self) -> str:
+        assert self._metric is not None, "set on construction (searchsvc always gives one)"
+        return self._metric
+
+    @property
+    def metric_sign(self) -> float:
+        """+1 for ``mode: max``, -1 for ``min``: rungs record ``sign * value``."""
+        assert self._metric_op is not None, "set on construction (searchsvc always gives a mode)"
+        return self._metric_op
+
+
+class PopulationHooks:
+    """Mixin over Ray's PBT and PB2 that turns three private steps into public hooks:
+    :meth:`population_of` (the trials a trial is ranked against), :meth:`adjust_config` (the
+    config an exploiting trial gets) and :meth:`after_exploit` (told once it happened)."""
+
+    _trial_state: dict[Any, Any]  # PopulationBasedTraining's: {trial: its state}
+
+    def population_of(self, trial: Any) -> Callable[[Any], bool] | None:
+        """A filter of the trials ``trial`` is ranked against (None: all of them)."""
+        return None
+
+    def adjust_config(self, trial: Any, new_config: dict[str, Any]) -> dict[str, Any]:
+        return new_config
+
+    def after_exploit(self, trial: Any, parent: Any, step: int, parent_step: int,
+                      old_config: dict[str, Any]) -> None:
+        """``trial`` (at ``step``) copied ``parent``'s checkpoint (from ``parent_step``)."""
+
+    def _checkpoint_or_exploit(self, trial: Any, tune_controller: Any,
+                               upper_quantile: list, lower_quantile: list) -> None:
+        keep = self.population_of(trial)
+        if keep is not None:
+            everyone = self._trial_state
+            self._trial_state = {t: s for t, s in everyone.items() if keep(t)}
+            try:
+                lower_quantile, upper_quantile = self._quantiles()  # type: ignore[attr-defined]
+            finally:
+                self._trial_state = everyone
+        super()._checkpoint_or_exploit(  # type: ignore[misc]
+            trial, tune_controller, upper_quantile, lower_quantile)
+
+    def _get_new_config(self, trial: Any, trial_to_clone: Any) -> tuple[dict, dict]:
+        new_config, operations = super()._get_new_config(  # type: ignore[misc]
+            trial, trial_to_clone)
+        return self.adjust_config(trial, dict(new_config)), operations
+
+    def _exploit(self, tune_controller: Any, trial: Any, trial_to_clone: Any) -> None:
+        old_config = dict(trial.config)
+        parent_step = self._trial_state[trial_to_clone].last_train_time
+        step = self._trial_state[trial].last_train_time
+        super()._exploit(tune_controller, trial, trial_to_clone)  # type: ignore[misc]
+        self.after_exploit(trial, trial_to_clone, int(step or 0), int(parent_step or 0),
+                           old_config)
+
+
+class PBT(PopulationHooks, PopulationBasedTraining):
+    """Ray's Population Based Training with :class:`PopulationHooks`."""
+
+
+class PB2Hooks(PopulationHooks, PB2):
+    """Ray's PB2 with :class:`PopulationHooks`."""
+
+
+def actor_key(actor: Any) -> str:
+    """A stable key of a Ray actor handle (its actor id in hex)."""
+    return str(actor._actor_id.hex())
+
+
+def actor_node_id(key: str) -> str | None:
+    """The Ray node an actor (by :func:`actor_key`) lives on, or None when unknown."""
+    try:
+        from ray._private import state
+
+        return str(state.actors(actor_id=key)["Address"]["NodeID"])
+    except Exception:  # an actor already gone, or another Ray: the host is recorded anyway
+        return None

@@ -1,0 +1,345 @@
+"""Runs a study on Ray Tune: create or resume it in the store, start/attach Ray, run the
+pending trials, and leave the store telling exactly what happened."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from searchsvc import provenance
+from searchsvc.backends import backend_class
+from searchsvc.codebundle import CodeBundle, module_in_bundle
+from searchsvc.core import (
+    STUDY_COMPLETED,
+    STUDY_INTERRUPTED,
+    STUDY_RUNNING,
+    TRIAL_COMPLETED,
+    TRIAL_FAILED,
+    TRIAL_INFEASIBLE,
+    TRIAL_PRUNED,
+    StudyRecord,
+)
+from searchsvc.driver.progress import Progress
+from searchsvc.errors import ConflictError, NotFoundError, RunnerError
+from searchsvc.searchers import Observation, PopulationSchedule, Searcher, create_searcher
+from searchsvc.spec import StudySpec, spec_of
+from searchsvc.store import Store, searchsvc_home
+from searchsvc.worker.context import META_KEY
+from searchsvc.worker.objective import (
+    locate_objective,
+    module_root,
+    resolve_objective,
+    search_paths_for,
+)
+
+# Quiet Ray Tune's own console output (searchsvc shows its own progress) and its per-trial
+# CSV/JSON/TensorBoard loggers (the store has every result). Set before Ray Tune runs.
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+# searchsvc handles Ctrl-C itself (see _graceful_ctrl_c) so it can tell the user what happened.
+os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run: where Ray is, where results go, how to show progress."""
+
+    address: str | None = None  # None: start an embedded Ray; else auto | host:port | ray://...
+    results_root: Path | None = None  # default $SEARCHSVC_HOME/results
+    num_cpus: int | None = None  # embedded Ray only
+    num_gpus: int | None = None  # embedded Ray only (logical GPUs are fine for tests)
+    verbose: bool = False  # show the objectives' own output
+    progress_stream: TextIO | None = None
+    live_progress: bool | None = None
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    study: StudyRecord
+    finished: int
+    total: int
+    reason: str
+
+
+def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
+                 overwrite: bool = False, owner: str | None = None,
+                 code: CodeBundle | None = None, import_objective: bool = True,
+                 searcher: Searcher | None = None) -> StudyRecord:
+    """Record a new study (``overwrite`` deletes an existing one of the same name first;
+    ``owner``: the service user it belongs to; ``code``: the uploaded code its objective comes
+    from). The objective is imported to check it when ``import_objective`` (the CLI, which runs
+    it next anyway); otherwise, and always for uploaded code, its module is only located: the
+    service's API process never runs user code. ``searcher``: the study's, if already made."""
+    searcher = searcher or create_searcher(spec)
+    in_bundle = code is not None and module_in_bundle(code.path,
+                                                      spec.objective.partition(":")[0])
+    if import_objective and not in_bundle:
+        resolve_objective(spec.objective, search_paths_for(spec.source.file))
+    elif not in_bundle:
+        locate_objective(spec.objective, search_paths_for(spec.source.file))
+    found = provenance.collect(spec.source.file, spec.seed)
+    if code is not None:
+        found["code"] = code.provenance()
+    if overwrite:
+        with suppress(NotFoundError):  # nothing to replace is fine
+            store.delete_study(spec.name)
+    try:
+        return store.create_study(
+            name=spec.name, metric=spec.metric, mode=spec.mode, searcher=spec.searcher,
+            spec_text=spec.source.text, spec_file=str(Path(spec.source.file).resolve())
+            if not spec.source.file.startswith("<") else spec.source.file,
+            total_trials=searcher.total_trials,
+            results_dir=str((options.results_root or searchsvc_home() / "results") / spec.name),
+            provenance=found, owner=owner,
+        )
+    except ConflictError:
+        existing = store.get_study(spec.name)
+        raise ConflictError(
+            f"a study named {spec.name!r} already exists ({existing.state}, "
+            f"{sum(existing.trial_counts.values())} trials). Continue it with `searchsvc resume "
+            f"{spec.name}`, or replace it with `searchsvc run --overwrite`."
+        ) from None
+
+
+def run_study(name: str, store: Store, options: RunOptions, *,
+              spec: StudySpec | None = None, searcher: Searcher | None = None) -> RunOutcome:
+    """Run every trial of study ``name`` that has not finished (a new study, or a resume).
+    ``spec``: the study's parsed file when the caller has it (else parsed from the store);
+    ``searcher``: a fresh searcher of it, not yet fed any observation (else made here)."""
+    study = store.get_study(name)
+    _claim(study, store)
+    spec = spec or spec_of(study)
+    searcher = searcher or create_searcher(spec)
+    store.interrupt_running_trials(study.id)  # left over from a driver that died
+    trials = store.get_trials(name, measurements=True)
+    finished = {t.number for t in trials if t.finished}
+    # As the live study told its searcher: a value only for trials that ended with one.
+    history = [Observation(t.number, t.config,
+                           t.best_value if t.state in (TRIAL_COMPLETED, TRIAL_PRUNED) else None,
+                           t.state,
+                           curve=t.curve(study.metric)) for t in trials if t.finished]
+    for observation in history:
+        searcher.observe(observation)
+    pending = [n for n in range(searcher.total_trials) if n not in finished]
+    failed = sum(t.state in (TRIAL_FAILED, TRIAL_INFEASIBLE) for t in trials)
+    progress = Progress(study.name, searcher.total_trials, study.metric, study.mode,
+                        finished_before=len(finished), failed_before=failed,
+                        best_before=study.best_value, stream=options.progress_stream,
+                        live=options.live_progress)
+    study = store.update_study(name, state=STUDY_RUNNING, started_at=study.started_at or
+                               time.time(), driver=_driver_info())
+    reason = "all trials finished"
+    started = time.monotonic()
+    callback = None
+    backend = backend_class(spec.backend)
+    searched_all = False  # a backend running its own search decides how many trials it has
+    ctrl_c = _CtrlC()
+    try:
+        if pending and backend.runs_own_search:
+            from searchsvc.driver.own_search import run_own_search
+
+            with _ray_session(spec, options, code_path(study)):
+                searched_all = run_own_search(backend, spec, study, store, progress, finished)
+        elif pending:
+            with _ray_session(spec, options, code_path(study)), ctrl_c.graceful():
+                callback = _fit(spec, study, store, searcher, pending, history, progress,
+                                options)
+    except KeyboardInterrupt:
+        ctrl_c.pressed = True
+    finally:
+        if callback is not None:
+            callback.interrupt_all()
+        store.interrupt_running_trials(study.id)
+        if pending:
+            progress.stop()
+    done = {t.number for t in store.get_trials(name) if t.finished}
+    complete = searched_all or all(n in done for n in range(searcher.total_trials))
+    if not complete and ctrl_c.pressed:
+        reason = STOPPED_BY_CTRL_C
+    elif not complete:
+        limit = spec.budget.time_limit_s
+        reason = ("time limit reached" if limit and time.monotonic() - started >= 0.98 * limit
+                  else "stopped before all trials ran")
+    study = store.update_study(
+        name, state=STUDY_COMPLETED if complete else STUDY_INTERRUPTED,
+        finished_at=time.time() if complete else None, driver={},
+    )
+    return RunOutcome(study, len(done), searcher.total_trials, reason)
+
+
+def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
+         pending: list[int], history: list[Observation], progress: Progress,
+         options: RunOptions) -> Any:
+    from ray import tune
+
+    from searchsvc.driver.callbacks import StoreCallback, StudyStopper
+    from searchsvc.driver.schedulers import StudyHyperBand, create_scheduler
+    from searchsvc.driver.tune_search import StudySearch
+    from searchsvc.worker.trainable import TrialSettings, run_trial
+
+    schedule = searcher.schedule()
+    settings = TrialSettings(
+        study=spec.name, objective=spec.objective,
+        search_paths=tuple(search_paths_for(study.spec_file, code_path(study))),
+        metric=spec.metric,
+        mode=spec.mode, max_steps=spec.budget.max_steps,
+        # PBT copies checkpoints between trials, so its objectives must save them.
+        keep_checkpoints=spec.checkpoints.keep_best is not None
+        or isinstance(schedule, PopulationSchedule),
+        backend=backend_class(spec.backend),
+        backend_options=tuple(sorted(spec.backend_options.items())),
+    )
+    resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
+    trainable = tune.with_resources(tune.with_parameters(run_trial, settings=settings), resources)
+    callback = StoreCallback(store, study, searcher, progress,
+                             trial_timeout_s=spec.budget.trial_timeout_s)
+    scheduler = create_scheduler(schedule, spec, callback)
+    if isinstance(scheduler, StudyHyperBand):  # earlier runs' results fill the rungs
+        for observation in history:
+            scheduler.replay(observation.number, list(observation.curve))
+    keep = spec.checkpoints.keep_best
+    results_dir = Path(study.results_dir or searchsvc_home() / "results" / spec.name)
+    tuner = tune.Tuner(
+        trainable,
+        tune_config=tune.TuneConfig(
+            search_alg=StudySearch(searcher, pending, spec.metric, spec.mode),
+            scheduler=scheduler,
+            num_samples=-1,  # StudySearch says when the study's trials are all done
+            max_concurrent_trials=spec.budget.max_concurrent,
+            reuse_actors=True,
+            time_budget_s=spec.budget.time_limit_s,
+            trial_dirname_creator=_trial_dirname,
+            trial_name_creator=_trial_dirname,
+        ),
+        run_config=tune.RunConfig(
+            name=f"run-{time.strftime('%Y%m%d-%H%M%S')}",
+            storage_path=str((results_dir / "ray").resolve()),
+            stop=StudyStopper(spec.metric, spec.budget.max_steps),
+            callbacks=[callback],
+            verbose=0,
+            log_to_file=True,
+            checkpoint_config=tune.CheckpointConfig(
+                num_to_keep=keep, checkpoint_score_attribute=spec.metric if keep else None,
+                checkpoint_score_order=spec.mode,
+            ),
+            failure_config=tune.FailureConfig(max_failures=spec.budget.max_failures),
+        ),
+    )
+    progress.start()
+    tuner.fit()
+    return callback
+
+
+def _trial_dirname(trial: Any) -> str:
+    return f"trial_{int(trial.config[META_KEY]['number']):05d}"
+
+
+STOPPED_BY_CTRL_C = "stopped by Ctrl-C"
+
+
+class _CtrlC:
+    """First Ctrl-C: stop gracefully (running trials are marked interrupted, the study stays
+    resumable). Second Ctrl-C: abort at once."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    @contextmanager
+    def graceful(self) -> Iterator[None]:
+        import threading
+
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = signal.getsignal(signal.SIGINT)
+
+        def handler(signum: int, frame: Any) -> None:
+            if self.pressed:
+                raise KeyboardInterrupt
+            self.pressed = True
+            # Ray Tune ends a run gracefully on SIGUSR1 (its own SIGINT handler is disabled).
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+        signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
+                 ) -> Iterator[None]:
+    """Use the Ray already initialised in this process, else start or attach one for the run.
+    ``code``: the study's code bundle, every worker's working directory (and import path)."""
+    import ray
+
+    if ray.is_initialized():
+        yield
+        return
+    kwargs: dict[str, Any] = {"logging_level": logging.ERROR,
+                              "log_to_driver": options.verbose}
+    runtime_env: dict[str, Any] = {"working_dir": code} if code else {}
+    if options.address:
+        root = module_root(spec.objective, search_paths_for(spec.source.file))
+        if root is not None and code is None:
+            runtime_env["py_modules"] = [str(root)]
+        kwargs["address"] = options.address
+    if runtime_env:
+        kwargs["runtime_env"] = runtime_env
+    if not options.address:
+        # "local": embedded even when `ray start` left a cluster's address on this machine.
+        kwargs.update(address="local", num_cpus=options.num_cpus, num_gpus=options.num_gpus,
+                      include_dashboard=False)
+    try:
+        ray.init(**kwargs)
+    except Exception as exc:
+        where = f"at {options.address}" if options.address else "locally"
+        hint = (" If the cluster uses token authentication (Ray's default since 2.60), give "
+                "this process its token: RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or "
+                "RAY_AUTH_TOKEN_PATH, default ~/.ray/auth_token)." if options.address else "")
+        raise RunnerError(
+            f"could not start Ray {where}: {type(exc).__name__}: {exc}.{hint}") from None
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+def code_path(study: StudyRecord) -> str | None:
+    """Where the study's uploaded code bundle lies, if it has one."""
+    code = study.provenance.get("code") or {}
+    return str(code["path"]) if code.get("path") else None
+
+
+def _driver_info() -> dict[str, Any]:
+    return {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
+
+
+def _claim(study: StudyRecord, store: Store) -> None:
+    """Refuse to drive a study another live process is driving; a dead driver's claim lapses."""
+    driver = study.driver or {}
+    if study.state != STUDY_RUNNING or not driver:
+        return
+    if driver.get("host") == socket.gethostname() and driver.get("pid") != os.getpid():
+        try:
+            os.kill(int(driver["pid"]), 0)
+        except (ProcessLookupError, ValueError, TypeError):
+            return
+        except PermissionError:
+            pass
+        raise ConflictError(f"study {study.name!r} is being run by process {driver['pid']} on "
+                            f"this host; wait for it or stop it first")
+    if driver.get("host") != socket.gethostname():
+        raise ConflictError(f"study {study.name!r} is marked as running on host "
+                            f"{driver.get('host')} (pid {driver.get('pid')}); resume it there")

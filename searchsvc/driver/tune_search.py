@@ -1,0 +1,67 @@
+"""Adapts a searchsvc :class:`Searcher` to Ray Tune's search-algorithm interface."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ray.tune.search import Searcher as TuneSearcher
+
+from searchsvc.driver.detach import PicklesDetached
+from searchsvc.searchers import Searcher
+from searchsvc.worker.context import META_KEY
+
+
+class StudySearch(PicklesDetached, TuneSearcher):
+    """Hands Ray Tune the proposals for the study's pending trial numbers, in order.
+
+    The search says it is finished only once every trial it started has ended, not when the
+    last one starts (run it with ``num_samples=-1``): Ray Tune keeps a stopped or paused
+    trial's worker for reuse only while the search is not finished, and PBT pauses and
+    resumes every trial many times; otherwise each resume would start a new worker process
+    (imports, CUDA context, data) after the last trial has started.
+
+    Searcher memory lives in the store and is rebuilt from it on resume, so Tune's own
+    save/restore of search state is not used.
+    """
+
+    def __init__(self, searcher: Searcher, pending: list[int], metric: str, mode: str):
+        super().__init__(metric=metric, mode=mode)
+        # Not named `searcher`: Ray Tune treats that attribute as a wrapped Tune searcher.
+        self.study_searcher = searcher
+        self.pending = list(pending)
+        self.live: set[str] = set()  # Tune trial ids started and not yet ended
+
+    def set_search_properties(self, metric: str | None, mode: str | None, config: dict,
+                              **spec: Any) -> bool:
+        return True
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        if not self.pending:
+            # Ray's own annotation (Optional[Dict]) leaves out its FINISHED sentinel.
+            return None if self.live else TuneSearcher.FINISHED  # type: ignore[return-value]
+        self.live.add(trial_id)
+        number = self.pending.pop(0)
+        proposal = self.study_searcher.propose(number)
+        config = dict(proposal.config)
+        config[META_KEY] = {"number": number, "seed": proposal.seed,
+                            "arm": dict(proposal.arm.values)}
+        return config
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None,
+                          error: bool = False) -> None:
+        """Finished trials reach the searcher through the store callback, which knows the
+        trial's best value and final state; here the trial only stops being live."""
+        self.live.discard(trial_id)
+
+    # Nothing to save or restore: the store is the searcher's memory.
+    def get_state(self) -> dict[str, Any]:
+        return {}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    def save(self, checkpoint_path: str) -> None:
+        pass
+
+    def restore(self, checkpoint_path: str) -> None:
+        pass

@@ -1,0 +1,392 @@
+"""What every report plot shows, computed once and drawn by both renderers: Plotly
+(``figures.py``, for report.html) and matplotlib (``plots.py``, the PNGs of report.md).
+
+Pure functions from trials and analysis to small frozen dataclasses: which trials are drawn,
+where infeasible ones sit, axis scales, labels and titles are decided here and nowhere else, so
+the two renderers cannot disagree and the decisions are tested without drawing anything. No
+plotting library is imported here.
+
+Large studies are downsampled so the plots stay usable: at most MAX_POINTS trials per axis plot
+(the best quarter always among them), at most MAX_LINES lines in the parallel-coordinates view
+(the best KEEP_LINES always among them); curves only for the diagnosed best trials.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from searchsvc.analysis import BoundaryCheck, StudyAnalysis
+from searchsvc.analysis.trials import arm_label, ranked
+from searchsvc.core import TRIAL_INFEASIBLE, TrialRecord, is_finite_number
+from searchsvc.spec import ChoiceParameter, RangeParameter, StudySpec
+
+MAX_POINTS = 4000  # trials per axis plot; the best quarter always among them
+MAX_LINES = 2000  # parallel-coordinates lines
+KEEP_LINES = 500  # the best lines, always among MAX_LINES
+SAMPLE_SEED = 0  # downsampling is seeded: the same study gives the same plots every time
+NO_VALUE_HEIGHT = 1.0  # where infeasible trials sit when no trial has a finite value
+INFEASIBLE_NAME = "diverged (NaN/inf)"
+
+
+@dataclass(frozen=True)
+class Series:
+    """Points drawn together under one legend entry; ``text[i]`` describes point i (hover)."""
+
+    name: str
+    x: tuple[Any, ...]
+    y: tuple[float, ...]
+    text: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class AxisPlot:
+    """A trial's best metric against one searched parameter: one series per scientific arm,
+    infeasible (diverged) trials as a series apart, each at its best finite value before it
+    diverged, or, with none, at the worst edge of the plotted values (``worst_edge``: the
+    lowest for ``max``, the highest for ``min``), never at a height that reads as good."""
+
+    key: str  # "axis-<parameter>": the HTML element's id; the PNG is axis_<parameter>.png
+    parameter: str
+    title: str  # plain text; the boundary verdict is ``status``, drawn by each renderer
+    x_label: str
+    y_label: str
+    x_log: bool
+    edges: tuple[float, float] | None  # the declared range of a range parameter
+    status: str | None  # the boundary check's verdict (ok, near_low, ...), if any
+    arms: tuple[Series, ...]
+    infeasible: Series | None
+    shown: int  # trials drawn after downsampling (of ``total``)
+    total: int
+
+
+@dataclass(frozen=True)
+class IsolationPlot:
+    """Best metric per scientific value (categorical x) after optimising away the nuisance
+    parameters, with each value's top trials as the spread."""
+
+    key: str
+    parameter: str
+    title: str
+    x_label: str
+    y_label: str
+    best: Series
+    spread: Series
+
+
+@dataclass(frozen=True)
+class CurveLine:
+    """One trial's training curve; ``best`` is its best step and value, when on the curve."""
+
+    name: str
+    steps: tuple[int, ...]
+    values: tuple[float, ...]
+    best: tuple[int, float] | None
+    best_text: str
+
+
+@dataclass(frozen=True)
+class CurvePlot:
+    key: str
+    title: str
+    x_label: str
+    y_label: str
+    lines: tuple[CurveLine, ...]
+
+
+@dataclass(frozen=True)
+class BarPlot:
+    """Horizontal bars: ``values[i]`` (a fraction) for ``labels[i]``, smallest first."""
+
+    key: str
+    title: str
+    labels: tuple[str, ...]
+    values: tuple[float, ...]
+    text: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Dimension:
+    """One parallel-coordinates axis; a choice parameter's values are coded 0..n-1 and named
+    by ``tick_values``/``tick_text``."""
+
+    label: str
+    values: tuple[float, ...]
+    tick_values: tuple[int, ...] | None = None
+    tick_text: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class ParallelPlot:
+    """One line per trial across ``dimensions`` (the last one is the metric), coloured by
+    ``colour`` (the metric), the colour scale reversed when lower is better."""
+
+    key: str
+    title: str
+    dimensions: tuple[Dimension, ...]
+    colour: tuple[float, ...]
+    lower_is_better: bool
+
+
+@dataclass(frozen=True)
+class RungPlot:
+    """Per rung (step, as a category): trials that reached it and trials stopped there."""
+
+    key: str
+    title: str
+    x_label: str
+    y_label: str
+    steps: tuple[str, ...]
+    reached: tuple[int, ...]
+    stopped: tuple[int, ...]
+    stopped_text: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Arrow:
+    """A PBT exploit: the child copied the parent's weights at the parent's step."""
+
+    parent: int
+    parent_step: int
+    child: int
+    step: int
+    text: str
+
+
+@dataclass(frozen=True)
+class LineagePlot:
+    """Every trial as a line from step 0 to its last step, and the exploits between them."""
+
+    key: str
+    title: str
+    x_label: str
+    y_label: str
+    lifetimes: tuple[tuple[int, int], ...]  # (trial number, last step)
+    arrows: tuple[Arrow, ...]
+
+
+@dataclass(frozen=True)
+class ReportPlots:
+    """Every plot of one report; None (or empty) where the study has nothing to show."""
+
+    axes: tuple[AxisPlot, ...]
+    isolation: tuple[IsolationPlot, ...]
+    curves: CurvePlot | None
+    importance: BarPlot | None
+    parallel: ParallelPlot | None
+    rungs: RungPlot | None
+    lineage: LineagePlot | None
+
+
+def report_plots(spec: StudySpec, trials: Sequence[TrialRecord],
+                 analysis: StudyAnalysis) -> ReportPlots:
+    """The data of every plot of the report of ``trials`` analysed as ``analysis``."""
+    return ReportPlots(
+        axes=axis_plots(spec, trials, analysis.boundaries),
+        isolation=isolation_plots(spec, analysis),
+        curves=curve_plot(spec, trials, analysis),
+        importance=importance_plot(analysis),
+        parallel=parallel_plot(spec, trials),
+        rungs=rung_plot(analysis),
+        lineage=lineage_plot(trials, analysis),
+    )
+
+
+def axis_plots(spec: StudySpec, trials: Sequence[TrialRecord],
+               boundaries: Sequence[BoundaryCheck] = ()) -> tuple[AxisPlot, ...]:
+    """One AxisPlot per searched parameter, in the file's order, over ``shown_trials``."""
+    checks = {c.parameter: c for c in boundaries}
+    shown = shown_trials(spec, trials)
+    note = "" if len(shown) == len(trials) else f" ({len(shown)} of {len(trials)} trials)"
+    worst = worst_edge([t.best_value for t in shown], spec.mode)
+    plots = []
+    for param in spec.parameters.values():
+        if not param.searched:
+            continue
+        arms: dict[str, tuple[list[Any], list[float], list[str]]] = {}
+        bad: tuple[list[Any], list[float], list[str]] = ([], [], [])
+        for t in shown:
+            if param.name not in t.config:
+                continue  # a conditional parameter this trial did not use
+            x = t.config[param.name]
+            value = _finite(t.best_value)
+            if t.state == TRIAL_INFEASIBLE:
+                bad[0].append(x)
+                bad[1].append(worst if value is None else value)
+                bad[2].append(f"trial {t.number} diverged")
+            elif value is not None:
+                xs, ys, text = arms.setdefault(arm_label(t) or "trials", ([], [], []))
+                xs.append(x)
+                ys.append(value)
+                text.append(f"trial {t.number} ({t.state})")
+        x_log, edges, status = False, None, None
+        if isinstance(param, RangeParameter):
+            x_log, edges = param.scale == "log", (param.low, param.high)
+            check = checks.get(param.name)
+            status = check.status if check is not None else None
+        plots.append(AxisPlot(
+            key=f"axis-{param.name}", parameter=param.name,
+            title=f"{spec.metric} vs {param.name} ({param.role}){note}",
+            x_label=param.name, y_label=f"best {spec.metric} ({spec.mode})",
+            x_log=x_log, edges=edges, status=status,
+            arms=tuple(Series(label, tuple(xs), tuple(ys), tuple(text))
+                       for label, (xs, ys, text) in arms.items()),
+            infeasible=(Series(INFEASIBLE_NAME, tuple(bad[0]), tuple(bad[1]), tuple(bad[2]))
+                        if bad[0] else None),
+            shown=len(shown), total=len(trials)))
+    return tuple(plots)
+
+
+def worst_edge(values: Sequence[float | None], mode: str) -> float:
+    """The worst finite value in ``mode`` (the largest for ``min``, the smallest for ``max``):
+    where an infeasible trial with no finite value is drawn, so that it never looks good."""
+    finite = [v for v in map(_finite, values) if v is not None]
+    if not finite:
+        return NO_VALUE_HEIGHT
+    return max(finite) if mode == "min" else min(finite)
+
+
+def shown_trials(spec: StudySpec, trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """Every trial, or past MAX_POINTS the best MAX_POINTS // 4 plus a seeded uniform sample
+    of the rest, in trial order: the front where decisions are made stays complete, the cloud
+    stays light."""
+    if len(trials) <= MAX_POINTS:
+        return list(trials)
+    top = ranked(trials, spec.mode)[:MAX_POINTS // 4]
+    chosen = {t.number for t in top}
+    rest = [t for t in trials if t.number not in chosen]
+    sample = random.Random(SAMPLE_SEED).sample(rest, MAX_POINTS - len(top))
+    return sorted([*top, *sample], key=lambda t: t.number)
+
+
+def isolation_plots(spec: StudySpec, analysis: StudyAnalysis) -> tuple[IsolationPlot, ...]:
+    """One IsolationPlot per isolated scientific parameter."""
+    plots = []
+    for iso in analysis.isolation:
+        labels = tuple(str(p.value) for p in iso.points)
+        best = Series("best trial", labels, tuple(p.best for p in iso.points),
+                      tuple(f"trial {p.number}, {p.trials} trials" for p in iso.points))
+        spread_x = tuple(label for label, p in zip(labels, iso.points, strict=True)
+                         for _ in p.top_values)
+        spread_y = tuple(v for p in iso.points for v in p.top_values)
+        spread = Series("top trials", spread_x, spread_y, ("",) * len(spread_x))
+        plots.append(IsolationPlot(
+            key=f"isolation-{iso.parameter}", parameter=iso.parameter,
+            title=f"Isolation: {iso.parameter} — {iso.verdict}", x_label=iso.parameter,
+            y_label=f"best {spec.metric}", best=best, spread=spread))
+    return tuple(plots)
+
+
+def curve_plot(spec: StudySpec, trials: Sequence[TrialRecord],
+               analysis: StudyAnalysis) -> CurvePlot | None:
+    """The training curves of the diagnosed best trials, issues named (None: no curve)."""
+    by_number = {t.number: t for t in trials}
+    lines = []
+    for diag in analysis.curves:
+        t = by_number.get(diag.number)
+        if t is None:
+            continue
+        curve = t.curve(spec.metric)
+        if not curve:
+            continue
+        issues = ", ".join(diag.issues) or "no issue"
+        arm = f"({diag.arm})" if diag.arm else ""
+        # The diagnosed best step may be off this attempt's curve: then no marker, no error.
+        best = next(((s, v) for s, v in curve if s == diag.best_step), None)
+        lines.append(CurveLine(
+            name=f"trial {t.number} {arm}: {issues}",
+            steps=tuple(s for s, _ in curve), values=tuple(v for _, v in curve), best=best,
+            best_text=f"trial {t.number}: best step {diag.best_step}"))
+    if not lines:
+        return None
+    return CurvePlot(key="curves", title=f"Training curves of the best trials ({spec.metric})",
+                     x_label="step", y_label=spec.metric, lines=tuple(lines))
+
+
+def importance_plot(analysis: StudyAnalysis) -> BarPlot | None:
+    """Each parameter's share of the metric's variance (fANOVA), smallest first."""
+    if not analysis.importance:
+        return None
+    items = sorted(analysis.importance.items(), key=lambda kv: kv[1])
+    return BarPlot(key="importance", title="Parameter importance (fANOVA share of variance)",
+                   labels=tuple(k for k, _ in items), values=tuple(v for _, v in items),
+                   text=tuple(f"{v:.0%}" for _, v in items))
+
+
+def parallel_plot(spec: StudySpec, trials: Sequence[TrialRecord]) -> ParallelPlot | None:
+    """Parallel coordinates over the searched parameters (log ranges as log10) and the metric;
+    at most MAX_LINES trials, the best KEEP_LINES always included (None: fewer than two ranked
+    trials, or no parameter every drawn trial has)."""
+    usable = ranked(trials, spec.mode)
+    if len(usable) < 2:
+        return None
+    if len(usable) > MAX_LINES:
+        rest = usable[KEEP_LINES:]
+        usable = usable[:KEEP_LINES] + random.Random(SAMPLE_SEED).sample(
+            rest, MAX_LINES - KEEP_LINES)
+    dims = []
+    for param in spec.parameters.values():
+        if not param.searched or not all(param.name in t.config for t in usable):
+            continue
+        values = [t.config[param.name] for t in usable]
+        if isinstance(param, RangeParameter):
+            log = param.scale == "log"
+            dims.append(Dimension(f"log10 {param.name}" if log else param.name,
+                                  tuple(math.log10(v) if log else v for v in values)))
+        elif isinstance(param, ChoiceParameter):
+            codes = {v: i for i, v in enumerate(param.values)}
+            dims.append(Dimension(param.name, tuple(codes.get(v, 0) for v in values),
+                                  tuple(codes.values()), tuple(str(v) for v in codes)))
+    if not dims:
+        return None
+    metric = tuple(t.best_value for t in usable if t.best_value is not None)  # all: ranked
+    dims.append(Dimension(spec.metric, metric))
+    return ParallelPlot(key="parallel", title="Parallel coordinates (brush an axis to filter)",
+                        dimensions=tuple(dims), colour=metric,
+                        lower_is_better=spec.mode == "min")
+
+
+def rung_plot(analysis: StudyAnalysis) -> RungPlot | None:
+    """Hyperband/ASHA: how many trials reached each rung and which were stopped there."""
+    if not analysis.rungs:
+        return None
+    rungs = analysis.rungs
+    return RungPlot(key="rungs", title="Early stopping: trials stopped at each rung",
+                    x_label="rung (step)", y_label="trials",
+                    steps=tuple(str(r.step) for r in rungs),
+                    reached=tuple(r.reached for r in rungs),
+                    stopped=tuple(len(r.stopped) for r in rungs),
+                    stopped_text=tuple(", ".join(map(str, r.stopped[:12])) for r in rungs))
+
+
+def lineage_plot(trials: Sequence[TrialRecord], analysis: StudyAnalysis) -> LineagePlot | None:
+    """PBT: each trial's lifetime, and an arrow from the parent's step to the child wherever
+    the child copied the parent's weights and perturbed its config."""
+    if not analysis.lineage:
+        return None
+    arrows = []
+    for e in analysis.lineage:
+        if e.parent is None or e.step is None:
+            continue
+        change = ", ".join(f"{k}: {_short(a)}→{_short(b)}" for k, (a, b) in e.changes.items())
+        arrows.append(Arrow(
+            parent=e.parent, parent_step=e.parent_step if e.parent_step is not None else e.step,
+            child=e.number, step=e.step,
+            text=f"trial {e.number} copied trial {e.parent} at step {e.step}; {change}"))
+    return LineagePlot(key="lineage", title="PBT lineage", x_label="step", y_label="trial",
+                       lifetimes=tuple((t.number, t.last_step or 0) for t in trials),
+                       arrows=tuple(arrows))
+
+
+def _finite(value: float | None) -> float | None:
+    """``value`` as a float when it is a finite number, else None."""
+    if value is None or not is_finite_number(value):
+        return None
+    return float(value)
+
+
+def _short(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)

@@ -1,0 +1,149 @@
+"""A real ``searchsvc serve`` process on a free loopback port, for the tests and benchmarks that
+need one. Run from a source checkout: the server's folder and import path are :data:`ROOT`, whose
+``objectives`` package the study templates name."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from searchsvc.store import SqlStore
+
+ROOT = Path(__file__).resolve().parents[2]  # the checkout searchsvc is installed from (-e)
+
+SPEC = """
+study: {name}
+objective: objectives.synthetic:playbook
+metric: val_loss
+mode: min
+searcher: quasi_random
+budget: {{trials: {trials}, max_concurrent: 2, max_steps: 6}}
+parameters:
+  depth: {{role: scientific, values: [1, 2]}}
+  learning_rate: {{role: nuisance, low: 1.0e-4, high: 1.0e-1, scale: log}}
+  weight_decay: {{role: nuisance, low: 1.0e-6, high: 1.0e-2, scale: log}}
+"""
+
+# A keras_tuner study: two "module:callable" fields, the objective and backend_options.data.
+KERAS_STUDY = """
+study: keras-{n}
+objective: {objective}
+backend: keras_tuner
+backend_options: {{data: "{data}"}}
+metric: val_loss
+mode: min
+searcher: random
+budget: {{trials: 2, max_steps: 1}}
+parameters:
+  units: {{role: nuisance, type: int, low: 4, high: 8}}
+"""
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Service:
+    """`searchsvc serve` in its own process group, and a tiny HTTP client for it."""
+
+    def __init__(self, tmp: Path, storage: str | None = None, user: str = "ada", *,
+                 args: Sequence[str] = ("--num-cpus", "2"), env: Mapping[str, str] = {},
+                 pythonpath: Sequence[Path] = ()):
+        self.url_db = storage or f"sqlite:///{tmp / 'service.db'}"
+        self.home, self.port = tmp / "home", free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tmp / "service.log"  # read it when a test fails
+        self.store = SqlStore(self.url_db)
+        self.token = self.store.create_token(user)
+        self.args, self.pythonpath = list(args), [ROOT, *pythonpath]
+        self.env = {**os.environ, **env, "SEARCHSVC_HOME": str(self.home),
+                    "PYTHONPATH": os.pathsep.join(map(str, self.pythonpath))}
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "searchsvc.cli", "serve", "--port", str(self.port),
+             "--storage", self.url_db, *self.args], cwd=ROOT, env=self.env,
+            stdout=self.log.open("a"), stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            try:
+                self.call("GET", "/health")
+                return
+            except OSError:
+                time.sleep(0.3)
+        raise RuntimeError("the service did not start")
+
+    def call(self, method: str, path: str, body: str | bytes | None = None,
+             token: str | None = None) -> dict:
+        """The JSON answer; urllib.error.HTTPError for a 4xx/5xx (``.code``, ``.read()``)."""
+        request = urllib.request.Request(
+            self.url + path, method=method,
+            data=body.encode() if isinstance(body, str) else body,
+            headers={"Authorization": f"Bearer {token or self.token}"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.loads(response.read())
+
+    def cli(self, *args: str, token: str | None = None, cwd: Path = ROOT,
+            timeout: float = 300) -> subprocess.CompletedProcess:
+        """``searchsvc ARGS`` against this server, as a user on this machine would run it."""
+        env = {**self.env, "SEARCHSVC_SERVER": self.url, "SEARCHSVC_TOKEN": token or self.token}
+        return subprocess.run([sys.executable, "-m", "searchsvc.cli", *args], env=env, cwd=cwd,
+                              capture_output=True, text=True, timeout=timeout)
+
+    def wait_for(self, name: str, state: str, timeout: float = 240) -> dict:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            study = self.call("GET", f"/studies/{name}")
+            if study["state"] == state:
+                return study
+            time.sleep(0.5)
+        raise AssertionError(f"{name} did not become {state}: {study}")
+
+    def wait_for_completed_trials(self, name: str, count: int, timeout: float = 120) -> None:
+        deadline = time.time() + timeout
+        while self.call("GET", f"/studies/{name}")["trial_counts"].get("completed", 0) < count:
+            assert time.time() < deadline, f"{name} did not complete {count} trials in time"
+            time.sleep(0.3)
+
+    def kill(self) -> None:
+        assert self.process is not None
+        os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.kill()
+
+
+@contextlib.contextmanager
+def running_service(tmp: Path, storage: str | None = None, user: str = "ada",
+                    **options: Any) -> Iterator[Service]:
+    """A started service on ``storage`` (default: SQLite in ``tmp``) with a token for ``user``
+    (``options``: see :class:`Service`); it and every study driver it launched are killed
+    afterwards."""
+    s = Service(tmp, storage, user, **options)
+    s.start()
+    try:
+        yield s
+    finally:
+        s.stop()
+        for study in s.store.list_studies():  # no driver outlives the test
+            pid = (study.driver or {}).get("pid")
+            if pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(int(pid), signal.SIGKILL)
+        s.store.close()

@@ -1,0 +1,91 @@
+"""What users do with studies — validate, create, run, resume, report — in one place that the
+CLI, the service and the Python API all call, so each does it the same way.
+
+A study file is parsed once (here, or once per process for a stored study, see
+:func:`searchsvc.spec.spec_of`) and passed on typed; its searcher is made once for creating
+and running it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from searchsvc.core import StudyRecord
+from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec, spec_of
+from searchsvc.store import Store
+
+if TYPE_CHECKING:
+    from searchsvc.codebundle import CodeBundle
+    from searchsvc.driver.run import RunOptions, RunOutcome
+    from searchsvc.report.writer import ReportFiles
+
+
+@dataclass(frozen=True)
+class StudyRun:
+    """A run (or resume) that ended: what happened, and the report written after it."""
+
+    outcome: RunOutcome
+    report: ReportFiles
+
+
+def validate(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> StudySpec:
+    """The study file at ``path``, parsed and checked (its searcher and backend included);
+    :class:`~searchsvc.errors.SpecError` lists every problem with its file and line."""
+    from searchsvc.validation import validate_file
+
+    return validate_file(path, limits)
+
+
+def validate_text(text: str | bytes, file: str = "<spec>",
+                  limits: SpecLimits = DEFAULT_LIMITS) -> StudySpec:
+    """As :func:`validate`, for study-file text (``file`` names it in messages)."""
+    from searchsvc.validation import validate_text as checked
+
+    return checked(text, file, limits)
+
+
+def create(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
+           overwrite: bool = False, owner: str | None = None, code: CodeBundle | None = None,
+           import_objective: bool = True) -> StudyRecord:
+    """Record a new study from a checked ``spec`` (see :func:`searchsvc.driver.create_study`;
+    the service passes ``import_objective=False``: its API process runs no user code)."""
+    from searchsvc.driver.run import RunOptions, create_study
+
+    return create_study(spec, store, options or RunOptions(), overwrite=overwrite,
+                        owner=owner, code=code, import_objective=import_objective)
+
+
+def run(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
+        overwrite: bool = False) -> StudyRun:
+    """Create the study, run all its trials on Ray, and write its report."""
+    from searchsvc.driver.run import RunOptions, create_study, run_study
+    from searchsvc.searchers import create_searcher
+
+    options = options or RunOptions()
+    searcher = create_searcher(spec)
+    study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher)
+    outcome = run_study(study.name, store, options, spec=spec, searcher=searcher)
+    return StudyRun(outcome, report(study.name, store, spec=spec))
+
+
+def resume(name: str, store: Store, options: RunOptions | None = None) -> StudyRun:
+    """Run the trials of study ``name`` that have not finished, then write its report."""
+    from searchsvc.driver.run import RunOptions, run_study
+
+    spec = spec_of(store.get_study(name))
+    outcome = run_study(name, store, options or RunOptions(), spec=spec)
+    return StudyRun(outcome, report(name, store, spec=spec))
+
+
+def report(name: str, store: Store, out_dir: str | Path | None = None,
+           formats: Iterable[str] | None = None, *, top_fraction: float = 0.2,
+           spec: StudySpec | None = None) -> ReportFiles:
+    """Write the report of study ``name`` (default formats: html, md, json; trials.csv and
+    next_study.yaml always) into ``out_dir`` (default: the study's results folder)."""
+    from searchsvc.report.writer import FORMATS, write_report
+
+    return write_report(store, name, out_dir, FORMATS if formats is None else formats,
+                        top_fraction=top_fraction, spec=spec)

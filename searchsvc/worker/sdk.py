@@ -1,0 +1,106 @@
+"""Optional helpers for objectives: the trial's seed and budget, device choice, and one-line
+checkpoint save/restore. A plain Ray Tune function trainable needs none of them."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from searchsvc.worker.context import TrialContext, current
+
+STATE_FILE = "state.pt"
+
+
+def trial_context() -> TrialContext:
+    """The running trial's number, seed, max_steps, metric and mode."""
+    return current()
+
+
+def max_steps(default: int) -> int:
+    """The study's ``budget.max_steps``, or ``default`` outside a study."""
+    return current().max_steps or default
+
+
+def seed_everything(seed: int | None = None) -> int:
+    """Seed Python, NumPy and (if imported) PyTorch with ``seed`` or the trial's seed."""
+    seed = current().seed if seed is None else seed
+    random.seed(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed)
+    if "numpy" in sys.modules:
+        import numpy as np
+
+        np.random.seed(seed % (2**32))
+    if "torch" in sys.modules:
+        import torch
+
+        torch.manual_seed(seed)
+    return seed
+
+
+def device() -> Any:
+    """The torch device for this trial: the GPU Ray assigned (CUDA_VISIBLE_DEVICES), else CPU."""
+    import torch
+
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def report(metrics: Mapping[str, Any], *, state: Callable[[], Mapping[str, Any]] | None = None
+           ) -> None:
+    """Report one step's metrics; when the study keeps checkpoints, also save ``state()``
+    (a dict of tensors/state_dicts) as this step's checkpoint."""
+    context = current()
+    if context.reporter is not None:
+        context.reporter(dict(metrics))
+        return
+    from ray import tune
+
+    if state is None or not context.keep_checkpoints:
+        tune.report(dict(metrics))
+        return
+    import torch
+
+    with tempfile.TemporaryDirectory() as tmp:
+        torch.save(dict(state()), Path(tmp) / STATE_FILE)
+        tune.report(dict(metrics), checkpoint=tune.Checkpoint.from_directory(tmp))
+
+
+def restore() -> dict[str, Any] | None:
+    """The state saved by :func:`report` in the checkpoint this trial resumes from, or None."""
+    if current().reporter is not None:
+        return None
+    from ray import tune
+
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is None:
+        return None
+    import torch
+
+    with checkpoint.as_directory() as folder:
+        path = Path(folder) / STATE_FILE
+        return torch.load(path, weights_only=False) if path.exists() else None
+
+
+def run_locally(objective: Callable[[dict[str, Any]], Any], config: Mapping[str, Any], *,
+                metric: str = "value", max_steps: int | None = None, seed: int = 0,
+                number: int = 0) -> list[dict[str, Any]]:
+    """Run ``objective(config)`` in this process without Ray, as one trial would run, and return
+    what it reported (a returned value counts as its last report). For debugging an objective
+    and for benchmarks that measure a search algorithm alone; no checkpoints are kept."""
+    from searchsvc.worker.context import returned_metrics, set_current
+
+    reports: list[dict[str, Any]] = []
+    set_current(TrialContext(number=number, seed=seed, max_steps=max_steps, metric=metric,
+                             reporter=reports.append))
+    try:
+        seed_everything()
+        returned = objective(dict(config))
+        if returned is not None:
+            reports.append(returned_metrics(returned, metric))
+    finally:
+        set_current(None)
+    return reports

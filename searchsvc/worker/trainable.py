@@ -1,0 +1,57 @@
+"""The function Ray runs for every trial: sets the trial's context and seeds, and hands the
+config to the study's backend on the worker (which imports the objective and reports)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from searchsvc.worker.context import TrialContext, set_current, split_config
+from searchsvc.worker.sdk import seed_everything
+
+
+class TrialBackend(Protocol):
+    """What the worker needs of a backend (``searchsvc.backends.Backend`` is one): the worker
+    knows backends only through this, so it never imports the backends package."""
+
+    def run(self, config: dict[str, Any]) -> None: ...
+
+
+BackendFactory = Callable[[str, Sequence[str], str, int | None, Mapping[str, Any]],
+                          TrialBackend]
+
+
+@dataclass(frozen=True)
+class TrialSettings:
+    """What every trial of a study shares; shipped once to the workers."""
+
+    study: str
+    objective: str
+    search_paths: tuple[str, ...]
+    metric: str
+    mode: str
+    max_steps: int | None
+    keep_checkpoints: bool
+    # The backend's class itself (pickled by reference): the worker never looks names up in
+    # the registry, so it imports only the backend that the study uses.
+    backend: BackendFactory
+    backend_options: tuple[tuple[str, Any], ...] = ()
+
+
+def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
+    user_config, meta = split_config(config)
+    set_current(TrialContext(
+        study=settings.study, number=int(meta.get("number", 0)), seed=int(meta.get("seed", 0)),
+        max_steps=settings.max_steps, metric=settings.metric, mode=settings.mode,
+        keep_checkpoints=settings.keep_checkpoints,
+    ))
+    try:
+        backend = settings.backend(
+            settings.objective, settings.search_paths, settings.metric, settings.max_steps,
+            dict(settings.backend_options))
+        seed_everything()
+        backend.run(user_config)
+    finally:
+        set_current(None)
+

@@ -1,0 +1,93 @@
+"""A real multi-node Ray cluster on this machine, for tests: a head and worker nodes started
+with ``ray start --block`` on 127.0.0.1, a free port (never Ray's default 6379), token
+authentication on, and small object stores. Each node is its own process group, so a test can
+kill one node outright."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from searchsvc.testing.served import free_port
+
+RAY = str(Path(sys.executable).with_name("ray"))
+OBJECT_STORE_BYTES = 100 * 1024 * 1024
+
+
+class LoopbackCluster:
+    """Start with :meth:`start`, add nodes with :meth:`add_worker`, end with :meth:`stop`."""
+
+    def __init__(self, home: Path):
+        home.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.token = secrets.token_hex(16)
+        # HOME is a fresh folder: no ~/.ray/auth_token, so only the token given here counts.
+        self.env = {**os.environ, "HOME": str(home), "RAY_AUTH_MODE": "token",
+                    "RAY_AUTH_TOKEN": self.token, "RAY_ADDRESS": ""}
+        self.nodes: list[subprocess.Popen] = []
+
+    def _start(self, *args: str) -> subprocess.Popen:
+        node = subprocess.Popen(
+            [RAY, "start", "--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats",
+             f"--object-store-memory={OBJECT_STORE_BYTES}", *args],
+            env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        self.nodes.append(node)
+        return node
+
+    def start(self) -> LoopbackCluster:
+        """A head that runs no trials (no CPUs or GPUs)."""
+        self._start("--head", f"--port={self.port}", "--num-cpus=0", "--num-gpus=0",
+                    "--include-dashboard=false")
+        self.wait_for_nodes(1)
+        return self
+
+    def add_worker(self, cpus: int, gpus: int = 0) -> subprocess.Popen:
+        node = self._start(f"--address={self.address}", f"--num-cpus={cpus}",
+                           f"--num-gpus={gpus}")
+        self.wait_for_nodes(len(self.nodes))
+        return node
+
+    def kill(self, node: subprocess.Popen) -> None:
+        """The node dies at once with every process it started, as when a machine is lost."""
+        os.killpg(node.pid, signal.SIGKILL)
+        node.wait()
+
+    def wait_for_nodes(self, count: int, timeout: float = 90) -> None:
+        script = (
+            "import ray, sys, time\n"
+            f"ray.init(address='{self.address}', logging_level='ERROR')\n"
+            f"deadline = time.time() + {timeout}\n"
+            f"while sum(n['Alive'] for n in ray.nodes()) < {count}:\n"
+            "    if time.time() > deadline: sys.exit(1)\n"
+            "    time.sleep(0.5)\n")
+        deadline = time.time() + timeout
+        while True:  # the head may not listen yet
+            done = subprocess.run([sys.executable, "-c", script], env=self.env,
+                                  capture_output=True, text=True, timeout=timeout + 30)
+            if done.returncode == 0:
+                return
+            if time.time() > deadline:
+                raise RuntimeError(f"the loopback cluster did not reach {count} nodes:\n"
+                                   f"{done.stderr[-2000:]}")
+            time.sleep(1)
+
+    def stop(self, grace_s: float = 10) -> None:
+        """SIGTERM every node, then SIGKILL what still runs after ``grace_s`` in all (a worker
+        node whose peer was killed can spend 20 s or more on a graceful stop)."""
+        for node in reversed(self.nodes):
+            if node.poll() is None:
+                os.killpg(node.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        for node in self.nodes:
+            try:
+                node.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                os.killpg(node.pid, signal.SIGKILL)
+                node.wait()

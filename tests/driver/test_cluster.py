@@ -1,0 +1,197 @@
+"""searchsvc attached to a real multi-node Ray cluster on loopback with `--address`: trials run
+on the worker nodes (recorded per trial), fractional GPUs pack as declared, token
+authentication stays on, and a worker node lost mid-study costs no trial."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from searchsvc.core import EVENT_RETRIED, TRIAL_COMPLETED
+from searchsvc.store import SqlStore
+from tests.driver.loopback import LoopbackCluster
+
+pytestmark = pytest.mark.slow
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = '''
+import os
+import time
+
+import ray
+from ray import tune
+
+
+def train(config):
+    """Reports where it runs and which GPUs Ray gave it, and when it held them."""
+    ctx = ray.get_runtime_context()
+    node = ctx.get_node_id()
+    on_head = any(n["NodeID"] == node and "node:__internal_head__" in n["Resources"]
+                  for n in ray.nodes())
+    start = time.time()
+    for step in range(1, config.get("steps", 3) + 1):
+        time.sleep(config.get("sleep", 0.5))
+        tune.report({"loss": config["x"] / step, "node": node, "on_head": int(on_head),
+                     "gpus": ",".join(str(g) for g in ray.get_gpu_ids()),
+                     "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
+                     "start": start, "now": time.time()})
+'''
+
+
+def study_file(folder: Path, name: str, body: str) -> Path:
+    (folder / "probe.py").write_text(textwrap.dedent(PROBE))
+    path = folder / f"{name}.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        study: {name}
+        objective: probe:train
+        metric: loss
+        mode: min
+        searcher: random
+        seed: 0
+        """) + textwrap.dedent(body))
+    return path
+
+
+def searchsvc(cluster: LoopbackCluster, *args: str, token: bool = True,
+              timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(cluster.env, PYTHONPATH=str(ROOT))
+    if not token:
+        env = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
+    return subprocess.run([sys.executable, "-m", "searchsvc.cli", *args], env=env,
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackCluster]:
+    """A head that runs nothing and two worker nodes with 2 CPUs and 2 logical GPUs each."""
+    c = LoopbackCluster(tmp_path_factory.mktemp("ray-home")).start()
+    try:
+        c.add_worker(cpus=2, gpus=2)
+        c.add_worker(cpus=2, gpus=2)
+        yield c
+    finally:
+        c.stop()
+
+
+def test_trials_run_on_the_worker_nodes_of_a_cluster_attached_with_address(
+        cluster: LoopbackCluster, tmp_path: Path) -> None:
+    path = study_file(tmp_path, "attached", """\
+        budget: {trials: 4, max_concurrent: 2, max_steps: 3}
+        resources: {cpu: 2}
+        parameters:
+          x: {low: 0.1, high: 1.0}
+        """)
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    done = searchsvc(cluster, "run", str(path), "--address", cluster.address, "--storage", db)
+    assert done.returncode == 0, done.stdout + done.stderr
+    trials = SqlStore(db).get_trials("attached", measurements=True)
+    assert [t.state for t in trials] == [TRIAL_COMPLETED] * 4
+    nodes = set()
+    for t in trials:
+        reported = t.measurements[-1].metrics
+        assert reported["on_head"] == 0
+        assert t.node and t.node.endswith(f"node {reported['node']}")  # recorded per trial
+        nodes.add(reported["node"])
+    assert len(nodes) == 2  # 2 CPUs a trial: one trial per worker node at a time
+
+
+def test_a_cluster_with_token_authentication_refuses_a_driver_without_the_token(
+        cluster: LoopbackCluster, tmp_path: Path) -> None:
+    path = study_file(tmp_path, "no_token", """\
+        budget: {trials: 1, max_steps: 1}
+        parameters:
+          x: {low: 0.1, high: 1.0}
+        """)
+    done = searchsvc(cluster, "run", str(path), "--address", cluster.address, "--storage",
+                     f"sqlite:///{tmp_path / 'db.sqlite'}", token=False)
+    assert done.returncode == 6, done.stdout + done.stderr
+    assert f"could not start Ray at {cluster.address}" in done.stderr
+    assert "RAY_AUTH_TOKEN" in done.stderr
+
+
+def test_half_gpu_trials_pack_two_to_a_gpu_and_never_more(cluster: LoopbackCluster,
+                                                          tmp_path: Path) -> None:
+    path = study_file(tmp_path, "packed", """\
+        budget: {trials: 8, max_concurrent: 8, max_steps: 3}
+        resources: {cpu: 0.5, gpu: 0.5}
+        parameters:
+          x: {low: 0.1, high: 1.0}
+          sleep: {value: 1.5}
+        """)
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    done = searchsvc(cluster, "run", str(path), "--address", cluster.address, "--storage", db)
+    assert done.returncode == 0, done.stdout + done.stderr
+    trials = SqlStore(db).get_trials("packed", measurements=True)
+    assert [t.state for t in trials] == [TRIAL_COMPLETED] * 8
+    spans = []
+    for t in trials:
+        last = t.measurements[-1].metrics
+        gpu = last["gpus"]
+        assert gpu.isdigit(), f"trial {t.number} got GPUs {gpu!r}; one expected"
+        assert last["cuda_visible_devices"] == gpu  # what CUDA code in the trial sees
+        spans.append(((last["node"], gpu), last["start"], last["now"]))
+    # 4 logical GPUs x 2 halves: all 8 trials shared 4 GPUs, two at a time on each.
+    assert sorted(Counter(key for key, _, _ in spans).values()) == [2, 2, 2, 2]
+    for key, start, end in spans:
+        together = [s for k, s, e in spans if k == key and s < end and start < e]
+        assert len(together) <= 2
+
+
+@pytest.fixture
+def small_cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
+    c = LoopbackCluster(tmp_path / "ray-home").start()
+    try:
+        yield c
+    finally:
+        c.stop()
+
+
+def test_a_worker_node_lost_mid_study_costs_no_trial(small_cluster: LoopbackCluster,
+                                                     tmp_path: Path) -> None:
+    doomed = small_cluster.add_worker(cpus=1)
+    small_cluster.add_worker(cpus=1)
+    path = study_file(tmp_path, "node_loss", """\
+        budget: {trials: 6, max_concurrent: 2, max_steps: 4, max_failures: 2}
+        resources: {cpu: 1}
+        parameters:
+          x: {low: 0.1, high: 1.0}
+          steps: {value: 4}
+        """)
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    env = dict(small_cluster.env, PYTHONPATH=str(ROOT))
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "searchsvc.cli", "run", str(path), "--address",
+         small_cluster.address, "--storage", db], env=env, cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    store = SqlStore(db)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # kill a node while two trials run, one on it
+        try:
+            running = [t for t in store.get_trials("node_loss") if t.state == "running"]
+        except Exception:  # the study is not created yet
+            running = []
+        if len(running) == 2 and all(t.node for t in running):
+            break
+        time.sleep(0.2)
+    small_cluster.kill(doomed)
+    output, _ = driver.communicate(timeout=300)
+    assert driver.returncode == 0, output
+    trials = store.get_trials("node_loss", measurements=True)
+    assert sorted(t.number for t in trials) == list(range(6))
+    assert [t.state for t in trials] == [TRIAL_COMPLETED] * 6
+    assert all(t.attempts == 1 for t in trials)  # retried inside the run, never run twice
+    assert all([m.step for m in t.measurements] == [1, 2, 3, 4] for t in trials)
+    retried = store.get_events("node_loss", kind=EVENT_RETRIED)
+    assert retried, "a trial on the lost node should have been retried"
+    survivors = {t.measurements[-1].metrics["node"] for t in trials
+                 if t.number in {e.number for e in retried}}
+    assert len(survivors) == 1  # they finished on the node that was left
+    for t in trials:  # the store names the node each trial finished on, retried ones included
+        assert t.node.endswith(f"node {t.measurements[-1].metrics['node']}"), t

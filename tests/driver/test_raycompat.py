@@ -1,0 +1,59 @@
+"""The Ray private names searchsvc relies on still exist in the installed Ray, within the
+version range raycompat (and pyproject) was checked against."""
+
+from __future__ import annotations
+
+import importlib
+import re
+from pathlib import Path
+
+import ray
+from packaging.specifiers import SpecifierSet
+from ray.actor import ActorHandle
+from ray.tune.schedulers import AsyncHyperBandScheduler, PopulationBasedTraining
+from ray.tune.schedulers.async_hyperband import _Bracket
+
+from searchsvc.driver import raycompat
+
+OWNERS = {"_Bracket": _Bracket, "AsyncHyperBandScheduler": AsyncHyperBandScheduler,
+          "PopulationBasedTraining": PopulationBasedTraining, "ActorHandle": ActorHandle}
+
+
+def test_the_installed_ray_is_in_the_checked_range_and_pyproject_pins_it() -> None:
+    assert ray.__version__ in SpecifierSet(raycompat.RAY_VERSIONS)
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    [pin] = re.findall(r'"ray\[tune\]([^"]+)"', pyproject)
+    assert SpecifierSet(pin) == SpecifierSet(raycompat.RAY_VERSIONS)
+
+
+def test_every_private_name_still_exists() -> None:
+    scheduler = AsyncHyperBandScheduler(metric="m", mode="min", max_t=9, grace_period=1)
+    pbt = PopulationBasedTraining(metric="m", mode="min", hyperparam_mutations={"x": [1, 2]})
+    instances = {"AsyncHyperBandScheduler": scheduler, "PopulationBasedTraining": pbt,
+                 "_Bracket": _Bracket(min_t=1, max_t=9, reduction_factor=3, s=0)}
+    missing = []
+    for owner, name in raycompat.PRIVATE_NAMES:
+        if owner in OWNERS:
+            cls = OWNERS[owner]
+            instance = instances.get(owner)
+            if not (hasattr(cls, name) or (instance is not None and hasattr(instance, name))
+                    or _set_in_init(cls, name)):
+                missing.append(f"{owner}.{name}")
+        elif not hasattr(importlib.import_module(owner), name):
+            missing.append(f"{owner}.{name}")
+    assert missing == []
+
+
+def _set_in_init(cls: type, name: str) -> bool:
+    """Whether ``cls.__init__`` assigns ``self.<name>`` (instance attributes of classes that
+    are awkward to build here)."""
+    import inspect
+
+    return f"self.{name} =" in inspect.getsource(cls.__init__)
+
+
+def test_a_hyperband_bracket_exposes_its_rungs() -> None:
+    bracket = _Bracket(min_t=1, max_t=9, reduction_factor=3, s=0)
+    rungs = raycompat.rungs_of(bracket)
+    assert [milestone for milestone, _ in rungs] == [9, 3, 1]
+    assert all(recorded == {} for _, recorded in rungs)

@@ -1,0 +1,100 @@
+"""Trial faults on Ray Tune: a crash is retried from the trial's last checkpoint up to
+``budget.max_failures``, a hang is stopped by ``budget.trial_timeout_s``, NaN makes a trial
+infeasible, and the study completes with every trial accounted for."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from searchsvc.core import EVENT_RETRIED, TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_INFEASIBLE
+from searchsvc.driver import RunOptions, create_study, run_study
+from searchsvc.store import SqlStore
+from searchsvc.validation import validate_file
+
+pytestmark = pytest.mark.slow
+
+OBJECTIVE = '''
+import time
+from pathlib import Path
+
+from searchsvc import sdk
+
+MARKS = Path(__file__).parent / "marks"
+
+
+def train(config):
+    kind = config["kind"]
+    state = sdk.restore()
+    start = 1 if state is None else state["step"] + 1
+    MARKS.mkdir(exist_ok=True)
+    (MARKS / f"{kind}-start-{start}").touch()  # where each try began
+    for step in range(start, 6):
+        if kind == "flaky" and step == 4 and not (MARKS / "flaky-crashed").exists():
+            (MARKS / "flaky-crashed").touch()
+            raise RuntimeError("flaky crash at step 4")
+        if kind == "crash" and step == 2:
+            raise RuntimeError("crash at step 2, every time")
+        if kind == "hang" and step == 2:
+            time.sleep(3600)
+        value = float("nan") if kind == "nan" and step == 3 else 1.0 / step
+        # flaky checkpoints every other step: its retry redoes step 3 from step 2's checkpoint
+        keep = kind != "flaky" or step % 2 == 0
+        sdk.report({"loss": value}, state=(lambda step=step: {"step": step}) if keep else None)
+'''
+
+STUDY = """
+study: faults
+objective: faulty_ckpt:train
+metric: loss
+mode: min
+searcher: grid
+budget: {max_concurrent: 2, max_steps: 5, max_failures: 1, trial_timeout_s: 15}
+checkpoints: {keep_best: 5}
+parameters:
+  kind: {values: [ok, flaky, crash, hang, nan]}
+"""
+
+
+def test_crash_retry_hang_and_nan_are_recorded_and_the_study_completes(ray_local,
+                                                                       tmp_path: Path) -> None:
+    (tmp_path / "faulty_ckpt.py").write_text(textwrap.dedent(OBJECTIVE))
+    path = tmp_path / "faults.yaml"
+    path.write_text(STUDY)
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    spec = validate_file(path)
+    options = RunOptions(live_progress=False)
+    create_study(spec, store, options)
+    outcome = run_study(spec.name, store, options)
+
+    assert outcome.study.state == "completed" and outcome.finished == 5
+    trials = {t.config["kind"]: t for t in store.get_trials("faults", measurements=True)}
+    retried = {e.number: e for e in store.get_events("faults", kind=EVENT_RETRIED)}
+    marks = {p.name for p in (tmp_path / "marks").iterdir()}
+
+    assert trials["ok"].state == TRIAL_COMPLETED and trials["ok"].number not in retried
+
+    # Retried once, from its checkpoint at step 2: step 3 was redone, and steps 1-5 are
+    # recorded once each.
+    flaky = trials["flaky"]
+    assert flaky.state == TRIAL_COMPLETED and flaky.attempts == 1
+    assert [m.step for m in flaky.measurements] == [1, 2, 3, 4, 5]
+    assert flaky.best_value == pytest.approx(0.2)
+    assert {"flaky-start-1", "flaky-start-3"} <= marks and "flaky-start-4" not in marks
+    assert "flaky crash at step 4" in retried[flaky.number].data["error"]
+
+    crash = trials["crash"]
+    assert crash.state == TRIAL_FAILED
+    assert "failed after 1 retries" in crash.error and "crash at step 2, every time" in crash.error
+    assert [m.step for m in crash.measurements] == [1]
+
+    hang = trials["hang"]
+    assert hang.state == TRIAL_FAILED
+    assert "budget.trial_timeout_s (15 s)" in hang.error
+    assert retried[hang.number].data["timed_out"] is True
+    assert [m.step for m in hang.measurements] == [1]
+
+    nan = trials["nan"]
+    assert nan.state == TRIAL_INFEASIBLE and "non-finite at step 3" in nan.error

@@ -1,0 +1,48 @@
+"""report.html from its Jinja2 template: whatever a study's names, description or parameter
+values contain, the page escapes it, and no value can close the <script> of a figure."""
+
+from __future__ import annotations
+
+import re
+
+from searchsvc.analysis import analyze
+from searchsvc.report.html import render_html
+from searchsvc.report.plotdata import report_plots
+from tests.report.studies import make_trials, study
+
+HOSTILE = "</script><script>alert(1)</script><img src=x onerror=alert(2)>&'\""
+
+
+def test_study_strings_are_escaped_in_the_text_and_inside_the_figures():
+    widths = (HOSTILE, "relu")  # a scientific value: an arm's name in the figures' legends
+    record, spec = study("max", name=f"x{HOSTILE}", description=HOSTILE, widths=widths)
+    trials = make_trials(40, infeasible={5}, widths=widths)
+    analysis = analyze(record, spec, trials)
+    page = render_html(record, spec, analysis, report_plots(spec, trials, analysis))
+
+    figures = re.findall(r'<div id="(fig-[^"]+)" class="plotly-graph-div"', page)
+    assert {"fig-axis-learning_rate", "fig-axis-dropout", "fig-parallel"} <= set(figures)
+    # Only the page's own scripts: Plotly's bundle and one per figure.
+    assert page.count("<script>") == page.count("</script>") == 1 + len(figures)
+    assert "<img" not in page and "alert(1)" in page
+    text = ("&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;"
+            "&lt;img src=x onerror=alert(2)&gt;&amp;&#39;&#34;")
+    assert f"<h1>Study <code>x{text}</code></h1>" in page
+    assert f"<p>{text}</p>" in page  # the description
+    # In a figure's JSON (the legend "width=</script>..."): escaped for <script>, by tojson.
+    assert "width=\\u003c/script\\u003e\\u003cscript\\u003ealert(1)" in page
+
+
+def test_every_section_is_rendered_from_the_template():
+    record, spec = study("min")
+    trials = make_trials(40, infeasible={1, 2})
+    analysis = analyze(record, spec, trials)
+    page = render_html(record, spec, analysis, report_plots(spec, trials, analysis))
+    sections = re.findall(r'<section id="([a-z]+)">', page)
+    # No scheduler events: no "scheduler" section.
+    assert sections == ["findings", "best", "boundaries", "isolation", "axes", "curves",
+                        "importance", "next"]
+    assert page.startswith("<!doctype html>")
+    assert '<span class="badge infeasible">2 infeasible</span>' in page
+    assert 'href="data:text/yaml;base64,' in page
+    assert not re.search(r"<(script|link)[^>]*(src|href)=", page)  # self-contained

@@ -1,0 +1,223 @@
+"""The package's boundaries, checked on its source (docs/architecture.md): the import graph
+between sub-packages has no cycle, the pure layers import no persistence, Ray or web framework,
+the worker never imports the driver, and only ``driver/raycompat.py`` touches Ray's private
+names."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "searchsvc"
+RAY_COMPAT = "searchsvc.driver.raycompat"
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str  # dotted, e.g. searchsvc.driver.run
+    tree: ast.Module
+
+    @property
+    def part(self) -> str:
+        """The sub-package (or top-level module) it belongs to: ``driver``, ``cli``, ..."""
+        return self.name.split(".")[1] if "." in self.name else ""
+
+
+def _modules() -> list[Module]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        if "migrations" in parts:
+            continue  # Alembic's scripts
+        found.append(Module(".".join(parts), ast.parse(path.read_text(), str(path))))
+    return found
+
+
+MODULES = _modules()
+
+
+def imports(module: Module) -> Iterator[tuple[str, int]]:
+    """(imported module, line) of every import, at any depth (lazy ones count too)."""
+    is_package = (PACKAGE.parent / module.name.replace(".", "/") / "__init__.py").exists()
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = module.name.split(".")
+                anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                base = ".".join([*anchor, base] if base else anchor)
+            yield base, node.lineno
+            for alias in node.names:  # `from searchsvc import sdk` imports a module
+                yield f"{base}.{alias.name}", node.lineno
+
+
+def _part_of(name: str) -> str | None:
+    parts = name.split(".")
+    if parts[0] != "searchsvc" or len(parts) < 2:
+        return None
+    candidate = PACKAGE / parts[1]
+    if candidate.is_dir() or candidate.with_suffix(".py").exists():
+        return parts[1]
+    return None  # a name imported from searchsvc/__init__.py (e.g. __version__)
+
+
+def package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module in MODULES:
+        edges = graph.setdefault(module.part, set())
+        for name, _ in imports(module):
+            target = _part_of(name)
+            if target is not None and target != module.part:
+                edges.add(target)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in list(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_cycle_between_packages() -> None:
+    assert cycles(package_graph()) == []
+
+
+# part -> what it must never import (a sub-package, or a third-party top-level module)
+FORBIDDEN = {
+    "core": {"spec", "store", "searchers", "analysis", "report", "driver", "worker", "service",
+             "backends", "cli", "usecases", "ray", "sqlalchemy", "fastapi"},
+    "spec": {"store", "searchers", "analysis", "report", "driver", "worker", "service", "ray",
+             "sqlalchemy", "fastapi"},
+    "store": {"spec", "searchers", "analysis", "report", "driver", "worker", "service", "ray",
+              "fastapi"},
+    "searchers": {"store", "analysis", "report", "driver", "worker", "service", "ray",
+                  "sqlalchemy", "fastapi"},
+    "analysis": {"store", "report", "driver", "worker", "service", "ray", "sqlalchemy",
+                 "fastapi", "matplotlib", "plotly"},
+    "report": {"driver", "worker", "service", "ray", "fastapi"},
+    "worker": {"driver", "store", "searchers", "analysis", "report", "service", "usecases",
+               "cli", "backends", "sqlalchemy", "fastapi", "optuna"},
+    "backends": {"driver", "store", "searchers", "analysis", "report", "service", "usecases",
+                 "sqlalchemy", "fastapi"},
+    "driver": {"service", "cli", "usecases", "fastapi"},
+}
+RAY_USERS = {"driver", "worker"}  # the only parts that import ray
+WEB_USERS = {"service"}  # the only part that imports the web framework
+
+
+def violations() -> list[str]:
+    found = []
+    for module in MODULES:
+        banned = set(FORBIDDEN.get(module.part, ()))
+        if module.part not in RAY_USERS:
+            banned.add("ray")
+        if module.part not in WEB_USERS:
+            banned |= {"fastapi", "starlette", "uvicorn"}
+        for name, line in imports(module):
+            target = _part_of(name) or name.split(".")[0]
+            if target in banned:
+                found.append(f"{module.name}:{line} imports {name}")
+    return found
+
+
+def test_layers_import_only_what_they_may() -> None:
+    assert violations() == []
+
+
+def _defined_names(tree: ast.Module) -> set[str]:
+    """Names a module defines itself: functions, classes, assigned names and attributes."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def ray_private_uses(module: Module) -> list[str]:
+    """Where ``module`` touches a private name of Ray: importing one, or (in a module that
+    imports Ray) reading a private attribute it does not define itself."""
+    uses_ray = any(name.split(".")[0] == "ray" for name, _ in imports(module))
+    found = []
+    for name, line in imports(module):
+        if name.split(".")[0] == "ray" and any(p.startswith("_") for p in name.split(".")):
+            found.append(f"{module.name}:{line} imports {name}")
+    if uses_ray:
+        own = _defined_names(module.tree)
+        for node in ast.walk(module.tree):
+            if (isinstance(node, ast.Attribute) and node.attr.startswith("_")
+                    and not node.attr.startswith("__") and node.attr not in own):
+                found.append(f"{module.name}:{node.lineno} reads .{node.attr}")
+    return found
+
+
+def test_only_the_ray_compat_module_touches_ray_private_names() -> None:
+    found = [use for m in MODULES if m.name != RAY_COMPAT for use in ray_private_uses(m)]
+    assert found == []
+
+
+def test_the_private_name_check_sees_them_in_the_compat_module() -> None:
+    """The check is not vacuous: run on raycompat itself, it finds what that module uses."""
+    [compat] = [m for m in MODULES if m.name == RAY_COMPAT]
+    found = " ".join(ray_private_uses(compat))
+    for name in ("_Bracket", "._rungs", "._quantiles", "._actor_id", "ray._private"):
+        assert name in found, name
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import ray\nx = y._secret\n", ["m:2 reads ._secret"]),
+    ("import ray\nself._mine = 1\nx = self._mine\n", []),
+    ("from ray.tune.schedulers.async_hyperband import _Bracket\n",
+     ["m:1 imports ray.tune.schedulers.async_hyperband._Bracket"]),
+    ("x = y._secret\n", []),  # no Ray in this module: not Ray's name
+])
+def test_the_private_name_check(source: str, expected: list[str]) -> None:
+    assert ray_private_uses(Module("m", ast.parse(source))) == expected

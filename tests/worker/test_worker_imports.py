@@ -1,0 +1,43 @@
+"""What a trial worker imports: every worker process of a study imports the trainable (and
+objectives import the SDK), so the driver's heavy imports must stay out of that path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+DRIVER_ONLY = ("sqlalchemy", "scipy", "optuna", "ray", "searchsvc.driver.run",
+               "searchsvc.driver.callbacks", "searchsvc.store", "searchsvc.searchers",
+               "searchsvc.analysis")
+
+
+def _modules_after(statement: str) -> set[str]:
+    code = f"import sys, json\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    return set(json.loads(out))
+
+
+@pytest.mark.parametrize("statement", [
+    "import searchsvc.worker.trainable",
+    "from searchsvc.worker.sdk import report",
+    "from searchsvc import sdk",
+    "import searchsvc.backends",
+    "import searchsvc.driver",
+])
+def test_a_worker_does_not_import_the_driver(statement: str) -> None:
+    loaded = _modules_after(statement)
+    assert not loaded & set(DRIVER_ONLY), sorted(loaded & set(DRIVER_ONLY))
+
+
+def test_the_driver_names_still_come_from_the_package() -> None:
+    import searchsvc.driver as driver
+    from searchsvc.driver import run
+
+    assert driver.run_study is run.run_study
+    assert driver.RunOptions is run.RunOptions
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = driver.nothing
