@@ -113,3 +113,29 @@ def pbt_toy(config: dict) -> None:
         score += pbt_toy_gain(float(config["learning_rate"]), step, steps)
         sdk.report({"score": score, "learning_rate": float(config["learning_rate"])},
                    state=lambda score=score, step=step: {"score": score, "step": step})
+
+
+# --- Planted seed noise: a known effect, a known trial-to-trial sigma. ---------------------
+
+NOISY_SIGMA = 0.05  # sd of the final loss over seeds, for one config
+NOISY_EFFECT = {"a": 0.0, "b": 0.3, "c": 0.0}  # b is worse by 6 sigma; a and c are equal
+
+
+def noisy_true_loss(variant: str, x: float) -> float:
+    """The loss a config reaches on average over seeds (the truth a study should find)."""
+    return 1.0 + NOISY_EFFECT[variant] + 0.2 * (x - 0.5) ** 2
+
+
+def noisy(config: dict) -> None:
+    """Reports ``loss`` each step, converging to :func:`noisy_true_loss` plus a per-seed
+    offset drawn with sd :data:`NOISY_SIGMA` (initialisation luck), so repeats of one config
+    scatter with exactly that sigma. ``sleep_s`` (optional) slows each step for kill tests."""
+    import time
+
+    steps = sdk.max_steps(3)
+    rng = random.Random(sdk.trial_context().seed)
+    final = noisy_true_loss(str(config["variant"]), float(config["x"])) + rng.gauss(
+        0, NOISY_SIGMA)
+    for step in range(1, steps + 1):
+        time.sleep(float(config.get("sleep_s", 0.0)))
+        sdk.report({"loss": final + 0.5 * math.exp(-3.0 * step / steps) - 0.5 * math.exp(-3.0)})

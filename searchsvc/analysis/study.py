@@ -15,6 +15,7 @@ from searchsvc.analysis.curves import CurveDiagnosis, diagnose_best
 from searchsvc.analysis.importance import parameter_importance
 from searchsvc.analysis.isolation import VERDICT_DIFFERS, VERDICT_WITHIN_NOISE, Isolation, isolate
 from searchsvc.analysis.next_study import NextStudy, suggest_next_study
+from searchsvc.analysis.noise import NoiseEstimate, estimate_noise
 from searchsvc.analysis.schedulers import Exploit, Rung, lineage, rungs
 from searchsvc.analysis.summary import StudySummary, summarize
 from searchsvc.analysis.trials import ranked
@@ -33,23 +34,47 @@ class StudyAnalysis:
     lineage: tuple[Exploit, ...]
     findings: tuple[str, ...]
     next_study: NextStudy
+    noise: NoiseEstimate | None = None  # measured from seed repeats (None: no repeats)
 
 
 def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
             events: Sequence[TrialEvent] = (), *, top_fraction: float = 0.2) -> StudyAnalysis:
-    """Analyse ``trials`` (with their measurements, for the curve diagnostics)."""
+    """Analyse ``trials`` (with their measurements, for the curve diagnostics). The search's
+    own trials drive every finding about the space; seed repeats (``repeat_of``) measure the
+    noise the scientific verdicts are judged against, and are counted in the summary."""
     summary = summarize(study, trials)
-    boundaries = check_boundaries(spec, trials, top_fraction)
-    isolation = isolate(spec, trials)
-    curves = diagnose_best(trials, spec.metric, spec.mode)
-    importance = parameter_importance(spec, trials, seed=spec.seed)
-    usable = ranked(trials, spec.mode)
+    search = [t for t in trials if t.repeat_of is None]
+    noise = estimate_noise(trials)
+    boundaries = check_boundaries(spec, search, top_fraction)
+    isolation = isolate(spec, search, noise)
+    curves = diagnose_best(search, spec.metric, spec.mode)
+    importance = parameter_importance(spec, search, seed=spec.seed)
+    usable = ranked(search, spec.mode)
     next_study = suggest_next_study(spec, boundaries, importance, curves,
                                     usable[0] if usable else None, len(usable))
     findings = _findings(summary, boundaries, isolation, curves, importance)
+    findings[1:1] = _noise_findings(noise)
     return StudyAnalysis(summary, tuple(boundaries), tuple(isolation), tuple(curves),
-                         importance, tuple(rungs(trials, events)), tuple(lineage(events)),
-                         tuple(findings), next_study)
+                         importance, tuple(rungs(search, events)), tuple(lineage(events)),
+                         tuple(findings), next_study, noise)
+
+
+def _noise_findings(noise: NoiseEstimate | None) -> list[str]:
+    if noise is None:
+        return []
+    out = [f"Seed noise: sigma {noise.sigma:.3g} (95% interval {noise.sigma_low:.3g} to "
+           f"{noise.sigma_high:.3g}, {noise.dof} degrees of freedom, from {len(noise.groups)} "
+           f"configurations rerun with {noise.seeds} new seeds each); the smallest difference "
+           f"between two such configurations this study can resolve is {noise.min_resolvable:.3g}."]
+    if noise.unequal:
+        arms = "; ".join(f"{a.arm or 'all'}: {a.sigma:.3g}" for a in noise.per_arm
+                         if a.sigma is not None)
+        out.append(f"The arms differ in seed noise (Bartlett p = {noise.equal_noise_p:.2g}): "
+                   f"{arms}; each arm's own noise is used.")
+    if noise.failed_repeats:
+        out.append(f"{noise.failed_repeats} seed repeats produced no finite value: the "
+                   "configurations they repeat are unstable across seeds.")
+    return out
 
 
 def _findings(summary: StudySummary, boundaries: Sequence[BoundaryCheck],

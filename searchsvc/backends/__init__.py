@@ -38,8 +38,13 @@ def check_backend(spec: StudySpec) -> list[SpecIssue]:
         return [spec.source.issue(("backend",), f"unknown or unavailable backend (valid: "
                                   f"{', '.join(backend_names())})", spec.backend)]
     cls = _REGISTRY[spec.backend]
-    return (options_issues(cls.Options, spec.backend_options, spec.source, "backend_options")
-            or cls.check(spec))
+    issues = (options_issues(cls.Options, spec.backend_options, spec.source, "backend_options")
+              or cls.check(spec))
+    if spec.noise is not None and spec.noise.explicit and cls.runs_own_search:
+        issues = [*issues, spec.source.issue(
+            ("noise",), f"backend '{cls.name}' runs its own search, which cannot rerun a trial "
+            "with a new seed; remove `noise` or set `noise: off`")]
+    return issues
 
 
 __all__ = ["Backend", "backend_class", "backend_names", "check_backend"]

@@ -49,6 +49,7 @@ class TrialRecord:
     node: str | None = None
     checkpoints: tuple[str, ...] = ()
     measurements: tuple[Measurement, ...] = ()
+    repeat_of: int | None = None  # a seed repeat: the number of the trial whose config it reruns
 
     @property
     def finished(self) -> bool:

@@ -99,6 +99,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
         record = self.store.start_trial(
             self.study.id, number=int(meta["number"]), config=config,
             arm=meta.get("arm") or {}, seed=int(meta.get("seed", 0)),
+            repeat_of=meta.get("repeat_of"),
         )
         self.running[trial.trial_id] = _Running(record.id, record.number, record.attempts, trial)
         self.progress.trial_started(record.number)

@@ -30,7 +30,14 @@ from searchsvc.core import (
 from searchsvc.driver.progress import Progress
 from searchsvc.errors import ConflictError, NotFoundError, RunnerError
 from searchsvc.searchers import Observation, PopulationSchedule, Searcher, create_searcher
-from searchsvc.spec import StudySpec, spec_of
+from searchsvc.searchers.base import Proposal
+from searchsvc.searchers.repeats import (
+    RepeatSearcher,
+    plan_repeats,
+    planned_repeats,
+    repeat_settings,
+)
+from searchsvc.spec import Noise, StudySpec, spec_of
 from searchsvc.store import Store, searchsvc_home
 from searchsvc.worker.context import META_KEY
 from searchsvc.worker.objective import (
@@ -98,7 +105,9 @@ def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
             name=spec.name, metric=spec.metric, mode=spec.mode, searcher=spec.searcher,
             spec_text=spec.source.text, spec_file=str(Path(spec.source.file).resolve())
             if not spec.source.file.startswith("<") else spec.source.file,
-            total_trials=searcher.total_trials,
+            total_trials=searcher.total_trials + planned_repeats(
+                repeat_settings(spec, searcher, backend_class(spec.backend).runs_own_search),
+                len(searcher.arms)),
             results_dir=str((options.results_root or searchsvc_home() / "results") / spec.name),
             provenance=found, owner=owner,
         )
@@ -123,16 +132,22 @@ def run_study(name: str, store: Store, options: RunOptions, *,
     store.interrupt_running_trials(study.id)  # left over from a driver that died
     trials = store.get_trials(name, measurements=True)
     finished = {t.number for t in trials if t.finished}
+    backend = backend_class(spec.backend)
+    noise = repeat_settings(spec, searcher, backend.runs_own_search)
+    searched = searcher.total_trials  # the search's trials; seed repeats are numbered after
+    total = searched + planned_repeats(noise, len(searcher.arms))
     # As the live study told its searcher: a value only for trials that ended with one.
+    # Repeats are not the searcher's proposals: it never sees them.
     history = [Observation(t.number, t.config,
                            t.best_value if t.state in (TRIAL_COMPLETED, TRIAL_PRUNED) else None,
                            t.state,
-                           curve=t.curve(study.metric)) for t in trials if t.finished]
+                           curve=t.curve(study.metric)) for t in trials
+               if t.finished and t.repeat_of is None]
     for observation in history:
         searcher.observe(observation)
-    pending = [n for n in range(searcher.total_trials) if n not in finished]
+    pending = [n for n in range(searched) if n not in finished]
     failed = sum(t.state in (TRIAL_FAILED, TRIAL_INFEASIBLE) for t in trials)
-    progress = Progress(study.name, searcher.total_trials, study.metric, study.mode,
+    progress = Progress(study.name, total, study.metric, study.mode,
                         finished_before=len(finished), failed_before=failed,
                         best_before=study.best_value, stream=options.progress_stream,
                         live=options.live_progress)
@@ -140,46 +155,70 @@ def run_study(name: str, store: Store, options: RunOptions, *,
                                time.time(), driver=_driver_info())
     reason = "all trials finished"
     started = time.monotonic()
+    limit = spec.budget.time_limit_s
     callback = None
-    backend = backend_class(spec.backend)
     searched_all = False  # a backend running its own search decides how many trials it has
     ctrl_c = _CtrlC()
+    started_ray = bool(pending) or noise is not None
     try:
         if pending and backend.runs_own_search:
             from searchsvc.driver.own_search import run_own_search
 
             with _ray_session(spec, options, code_path(study)):
                 searched_all = run_own_search(backend, spec, study, store, progress, finished)
-        elif pending:
+        elif started_ray:
             with _ray_session(spec, options, code_path(study)), ctrl_c.graceful():
-                callback = _fit(spec, study, store, searcher, pending, history, progress,
-                                options)
+                if pending:
+                    callback = _fit(spec, study, store, searcher, pending, history, progress,
+                                    options, limit)
+                plan = _repeat_plan(spec, store, name, searcher, noise)
+                left = None if limit is None else limit - (time.monotonic() - started)
+                todo = [p.number for p in plan if p.number not in finished]
+                if todo and not ctrl_c.pressed and (left is None or left > 0):
+                    callback = _fit(spec, study, store, RepeatSearcher(spec, plan), todo, [],
+                                    progress, options, left)
     except KeyboardInterrupt:
         ctrl_c.pressed = True
     finally:
         if callback is not None:
             callback.interrupt_all()
         store.interrupt_running_trials(study.id)
-        if pending:
+        if started_ray:
             progress.stop()
     done = {t.number for t in store.get_trials(name) if t.finished}
-    complete = searched_all or all(n in done for n in range(searcher.total_trials))
+    search_done = all(n in done for n in range(searched))
+    plan = _repeat_plan(spec, store, name, searcher, noise)
+    if noise is not None and search_done:
+        total = searched + len(plan)  # an arm with too few completed trials gets fewer
+    complete = searched_all or (search_done and all(p.number in done for p in plan))
     if not complete and ctrl_c.pressed:
         reason = STOPPED_BY_CTRL_C
     elif not complete:
-        limit = spec.budget.time_limit_s
         reason = ("time limit reached" if limit and time.monotonic() - started >= 0.98 * limit
                   else "stopped before all trials ran")
     study = store.update_study(
         name, state=STUDY_COMPLETED if complete else STUDY_INTERRUPTED,
         finished_at=time.time() if complete else None, driver={},
+        **({} if backend.runs_own_search else {"total_trials": total}),
     )
-    return RunOutcome(study, len(done), searcher.total_trials, reason)
+    return RunOutcome(study, len(done), total, reason)
+
+
+def _repeat_plan(spec: StudySpec, store: Store, name: str, searcher: Searcher,
+                 noise: Noise | None) -> list[Proposal]:
+    """The seed repeats to run, once every search trial has finished (none before)."""
+    if noise is None:
+        return []
+    trials = store.get_trials(name)
+    done = {t.number for t in trials if t.finished}
+    if not all(n in done for n in range(searcher.total_trials)):
+        return []
+    return plan_repeats(spec, noise, searcher.arms, trials, searcher.total_trials)
 
 
 def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
          pending: list[int], history: list[Observation], progress: Progress,
-         options: RunOptions) -> Any:
+         options: RunOptions, time_limit_s: float | None) -> Any:
     from ray import tune
 
     from searchsvc.driver.callbacks import StoreCallback, StudyStopper
@@ -217,7 +256,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
             num_samples=-1,  # StudySearch says when the study's trials are all done
             max_concurrent_trials=spec.budget.max_concurrent,
             reuse_actors=True,
-            time_budget_s=spec.budget.time_limit_s,
+            time_budget_s=time_limit_s,
             trial_dirname_creator=_trial_dirname,
             trial_name_creator=_trial_dirname,
         ),

@@ -44,7 +44,7 @@ class StudySearch(PicklesDetached, TuneSearcher):
         proposal = self.study_searcher.propose(number)
         config = dict(proposal.config)
         config[META_KEY] = {"number": number, "seed": proposal.seed,
-                            "arm": dict(proposal.arm.values)}
+                            "arm": dict(proposal.arm.values), "repeat_of": proposal.repeat_of}
         return config
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None,

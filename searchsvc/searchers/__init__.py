@@ -61,8 +61,13 @@ def check_spec(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> list[Spe
         return [spec.source.issue(("searcher",), f"unknown searcher (valid: "
                                   f"{', '.join(searcher_names())})", spec.searcher)]
     cls = _REGISTRY[spec.searcher]
-    return (options_issues(cls.Options, spec.searcher_options, spec.source, "searcher_options")
-            or cls.check(spec))
+    issues = (options_issues(cls.Options, spec.searcher_options, spec.source,
+                             "searcher_options") or cls.check(spec))
+    if spec.noise is not None and spec.noise.explicit and not cls.repeats_supported:
+        issues = [*issues, spec.source.issue(
+            ("noise",), f"{cls.no_repeats_because}: seed repeats are not possible with "
+            f"searcher '{cls.name}'; remove `noise` or set `noise: off`")]
+    return issues
 
 
 def create_searcher(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> Searcher:

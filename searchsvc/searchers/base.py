@@ -36,6 +36,7 @@ class Proposal:
     config: Mapping[str, Any]
     arm: Arm
     seed: int
+    repeat_of: int | None = None  # a seed repeat: the trial whose config it reruns
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,10 @@ class Searcher(ABC):
     name: ClassVar[str]
     summary: ClassVar[str]
     Options: ClassVar[type[BaseModel]] = NoOptions
+    # Whether a finished trial's config can be rerun with a new seed (``noise`` repeats);
+    # when not, ``no_repeats_because`` says why, for the study file's error message.
+    repeats_supported: ClassVar[bool] = True
+    no_repeats_because: ClassVar[str] = ""
 
     def __init__(self, spec: StudySpec, options: BaseModel):
         self.spec = spec

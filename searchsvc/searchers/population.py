@@ -39,6 +39,9 @@ class PbtSearcher(QuasiRandomSearcher):
     summary = ("population based training (Ray Tune's PBT, or PB2): mutates the nuisance "
                "parameters during training; lineage recorded")
     Options = PbtOptions
+    repeats_supported = False
+    no_repeats_because = ("pbt changes a trial's config while it trains, so no config of its "
+                          "trials is what was measured")
 
     @classmethod
     def check(cls, spec: StudySpec) -> list[SpecIssue]:

@@ -82,6 +82,37 @@ class CheckpointsFile(_FileModel):
     keep_best: int | None = Field(None, gt=0, description="Checkpoints kept per trial, best first.")
 
 
+class NoiseFile(_FileModel):
+    """Seed repeats after the search: each arm's ``top_k`` configurations run again with
+    ``seeds`` new seeds, to measure trial-to-trial noise (docs/DESIGN.md, "Noise")."""
+
+    top_k: int = Field(2, gt=0, le=20, description="Best configurations of each arm repeated.")
+    seeds: int = Field(3, ge=2, le=50, description="New seeds each repeated configuration gets.")
+
+
+def _noise(value: Any) -> NoiseFile | None:
+    # `noise: off` (YAML 1.1 reads it as false) or `noise: false` turns repeats off.
+    if value is False or value == "off":
+        return None
+    if isinstance(value, NoiseFile):
+        return value
+    if not isinstance(value, dict):
+        raise ValueError("must be a mapping {top_k: K, seeds: S} or `off`")
+    return NoiseFile.model_validate(value)
+
+
+NoiseSetting = Annotated[
+    NoiseFile | None,
+    PlainValidator(_noise),
+    WithJsonSchema({"oneOf": [{"$ref": "#/$defs/NoiseFile"}, {"enum": ["off", False]}]}),
+]
+
+
+class WarmStartFile(_FileModel):
+    study: str = Field(description="A stored study whose finished trials seed this study's "
+                       "model-based searcher.")
+
+
 class StudyFile(_FileModel):
     """A searchsvc study file."""
 
@@ -107,6 +138,15 @@ class StudyFile(_FileModel):
     seed: int = Field(0, ge=0)
     parameters: dict[str, ParameterFile]
     checkpoints: CheckpointsFile = Field(default_factory=CheckpointsFile)
+    noise: NoiseSetting = Field(NoiseFile(), description=(
+        "Seed repeats after the search (default {top_k: 2, seeds: 3} when the study has a "
+        "scientific parameter), or `off`."))
+    parent: str | None = Field(None, description=(
+        "The study this one was made from (next_study.yaml sets it): its report compares "
+        "the two."))
+    warm_start: WarmStartFile | None = Field(None, description=(
+        "Feed a stored study's finished trials to the bayesian and multi-fidelity searchers' "
+        "models before the first proposal."))
 
     @field_validator("study")
     @classmethod
@@ -136,5 +176,6 @@ class StudyFile(_FileModel):
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of the study file, for editors and other tools."""
     schema = StudyFile.model_json_schema()
+    schema.setdefault("$defs", {})["NoiseFile"] = NoiseFile.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema

@@ -227,6 +227,17 @@ class Checkpoints:
 
 
 @dataclass(frozen=True)
+class Noise:
+    """Seed repeats after the search: each arm's ``top_k`` best configurations (of trials that
+    ran their full budget) run again with ``seeds`` new seeds each. ``explicit``: the study
+    file asked for them (rather than getting the default)."""
+
+    top_k: int = 2
+    seeds: int = 3
+    explicit: bool = False
+
+
+@dataclass(frozen=True)
 class StudySpec:
     """A validated study. Parameters keep the file's order; ``parameter_order`` is an order in
     which every parameter comes after the parameters its ``when`` depends on."""
@@ -246,6 +257,9 @@ class StudySpec:
     resources: Resources = field(default_factory=Resources)
     seed: int = 0
     checkpoints: Checkpoints = field(default_factory=Checkpoints)
+    noise: Noise | None = None  # None: no repeats (`noise: off`, or no scientific parameter)
+    parent: str | None = None  # the study this one was suggested by
+    warm_start: str | None = None  # a stored study whose trials seed the searcher's model
     source: SpecSource = field(default_factory=SpecSource, compare=False)
 
     def by_role(self, role: Role) -> tuple[Parameter, ...]:

@@ -21,9 +21,11 @@ from searchsvc.errors import SpecError, SpecIssue
 from searchsvc.spec.file_schema import (
     BudgetFile,
     CheckpointsFile,
+    NoiseFile,
     ParameterFile,
     ResourcesFile,
     StudyFile,
+    WarmStartFile,
 )
 from searchsvc.spec.model import (
     Budget,
@@ -31,6 +33,7 @@ from searchsvc.spec.model import (
     ChoiceParameter,
     Condition,
     FixedParameter,
+    Noise,
     Parameter,
     RangeParameter,
     Resources,
@@ -44,6 +47,8 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "budget": BudgetFile,
     "resources": ResourcesFile,
     "checkpoints": CheckpointsFile,
+    "noise": NoiseFile,
+    "warm_start": WarmStartFile,
 }
 
 
@@ -196,8 +201,20 @@ class _SemanticCheck:
             parameters=MappingProxyType(params),
             parameter_order=order,
             checkpoints=Checkpoints(keep_best=m.checkpoints.keep_best),
+            noise=self._noise(params),
+            parent=m.parent,
+            warm_start=m.warm_start.study if m.warm_start else None,
             source=self.source,
         )
+
+    def _noise(self, params: Mapping[str, Parameter]) -> Noise | None:
+        """Repeats as asked for; by default only when there is a scientific comparison to
+        judge (an ordinary optimisation study gets none unless it asks)."""
+        raw = self.model.noise
+        explicit = "noise" in self.model.model_fields_set
+        if raw is None or not (explicit or any(p.role == "scientific" for p in params.values())):
+            return None
+        return Noise(top_k=raw.top_k, seeds=raw.seeds, explicit=explicit)
 
     # -- parameters --------------------------------------------------------------------------
 

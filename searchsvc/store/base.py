@@ -97,8 +97,10 @@ class Store(ABC):
     # -- trials --
     @abstractmethod
     def start_trial(self, study_id: int, *, number: int, config: Mapping[str, Any],
-                    arm: Mapping[str, Any], seed: int, node: str | None = None) -> TrialRecord:
+                    arm: Mapping[str, Any], seed: int, node: str | None = None,
+                    repeat_of: int | None = None) -> TrialRecord:
         """Mark trial ``number`` running: a new trial, or a new attempt of an unfinished one.
+        ``repeat_of``: the number of the trial whose config this one reruns with a new seed.
         ConflictError if that trial already finished (it must never run twice)."""
 
     @abstractmethod

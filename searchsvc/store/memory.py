@@ -88,6 +88,7 @@ class _Trial:
     best_step: int | None = None
     last_step: int | None = None
     checkpoints: str = "[]"  # JSON
+    repeat_of: int | None = None
 
 
 @dataclass(frozen=True)
@@ -250,7 +251,8 @@ class InMemoryStore(Store):
     # -- trials --------------------------------------------------------------------------------
 
     def start_trial(self, study_id: int, *, number: int, config: Mapping[str, Any],
-                    arm: Mapping[str, Any], seed: int, node: str | None = None) -> TrialRecord:
+                    arm: Mapping[str, Any], seed: int, node: str | None = None,
+                    repeat_of: int | None = None) -> TrialRecord:
         """Mark trial ``number`` running: a new trial, or a new attempt of an unfinished one.
         :class:`ConflictError` if that trial already finished (it must never run twice)."""
         now = time.time()
@@ -262,7 +264,7 @@ class InMemoryStore(Store):
                 row = _Trial(id=next(self._ids), study_id=study_id, number=number,
                              state=str(TRIAL_RUNNING), config=jsonutil.dumps(dict(config)),
                              arm=jsonutil.dumps(dict(arm)), seed=seed, attempts=1,
-                             started_at=now, node=node)
+                             started_at=now, node=node, repeat_of=repeat_of)
                 self._put(self._trial_ids, (study_id, number), row.id)
                 self._put(self._measurements, row.id, [])
             else:
@@ -440,6 +442,7 @@ def _trial_record(row: _Trial, measurements: tuple[Measurement, ...]) -> TrialRe
         finished_at=row.finished_at, best_value=row.best_value, best_step=row.best_step,
         last_step=row.last_step, node=row.node,
         checkpoints=tuple(jsonutil.loads(row.checkpoints)), measurements=measurements,
+        repeat_of=row.repeat_of,
     )
 
 

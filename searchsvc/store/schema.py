@@ -73,6 +73,7 @@ class TrialRow(Base):
     last_step: Mapped[int | None] = mapped_column(Integer)
     node: Mapped[str | None] = mapped_column(String(255))
     checkpoints: Mapped[str] = mapped_column(Text, nullable=False, default="[]")
+    repeat_of: Mapped[int | None] = mapped_column(Integer)  # a seed repeat of trial number N
 
     study: Mapped[StudyRow] = relationship(back_populates="trials")
 

@@ -234,7 +234,8 @@ class SqlStore(Store):
     # -- trials --------------------------------------------------------------------------------
 
     def start_trial(self, study_id: int, *, number: int, config: Mapping[str, Any],
-                    arm: Mapping[str, Any], seed: int, node: str | None = None) -> TrialRecord:
+                    arm: Mapping[str, Any], seed: int, node: str | None = None,
+                    repeat_of: int | None = None) -> TrialRecord:
         """Mark trial ``number`` running: a new trial, or a new attempt of an unfinished one.
         :class:`ConflictError` if that trial already finished (it must never run twice)."""
         now = time.time()
@@ -247,6 +248,7 @@ class SqlStore(Store):
                     study_id=study_id, number=number, state=TRIAL_RUNNING,
                     config=jsonutil.dumps(dict(config)), arm=jsonutil.dumps(dict(arm)),
                     seed=seed, attempts=1, started_at=now, node=node, checkpoints="[]",
+                    repeat_of=repeat_of,
                 )
                 s.add(row)
             elif row.state in FINISHED_TRIAL_STATES:
@@ -459,7 +461,7 @@ class SqlStore(Store):
 
 _TRIAL_COLUMNS = ("id", "study_id", "number", "state", "config", "arm", "seed", "attempts",
                   "error", "started_at", "finished_at", "best_value", "best_step", "last_step",
-                  "node", "checkpoints")
+                  "node", "checkpoints", "repeat_of")
 
 
 def _trial_record_of(row: tuple[Any, ...], config: Any, arm: Any,
@@ -467,11 +469,11 @@ def _trial_record_of(row: tuple[Any, ...], config: Any, arm: Any,
     """The record of a trials-table row selected as ``_TRIAL_COLUMNS`` (its config and arm
     already decoded)."""
     (id_, study_id, number, state, _, _, seed, attempts, error, started_at, finished_at,
-     best_value, best_step, last_step, node, checkpoints) = row
+     best_value, best_step, last_step, node, checkpoints, repeat_of) = row
     return TrialRecord(
         id=id_, study_id=study_id, number=number, state=TrialState(state), config=config,
         arm=arm, seed=seed, attempts=attempts, error=error, started_at=started_at,
         finished_at=finished_at, best_value=best_value, best_step=best_step,
         last_step=last_step, node=node, checkpoints=tuple(jsonutil.loads(checkpoints)),
-        measurements=measurements,
+        measurements=measurements, repeat_of=repeat_of,
     )

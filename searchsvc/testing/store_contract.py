@@ -161,6 +161,20 @@ class StoreContract:
         assert trial.config == {"lr": 0.1} and trial.arm == {"d": 1} and trial.seed == 7
         assert trial.error == "diverged" and trial.finished_at is not None
 
+    def test_a_seed_repeat_keeps_the_trial_it_repeats_across_attempts(self, store: Store
+                                                                      ) -> None:
+        study = new_study(store)
+        store.start_trial(study.id, number=0, config={"lr": 0.1}, arm={}, seed=1)
+        first = store.start_trial(study.id, number=5, config={"lr": 0.1}, arm={}, seed=9,
+                                  repeat_of=0)
+        assert first.repeat_of == 0
+        store.interrupt_running_trials(study.id)
+        again = store.start_trial(study.id, number=5, config={"lr": 0.1}, arm={}, seed=9,
+                                  repeat_of=0)  # resumed: attempt 2 of the same repeat
+        assert (again.attempts, again.repeat_of) == (2, 0)
+        by_number = {t.number: t for t in store.get_trials("s")}
+        assert (by_number[0].repeat_of, by_number[5].repeat_of, by_number[5].seed) == (None, 0, 9)
+
     def test_best_value_follows_mode(self, store: Store) -> None:
         study = new_study(store, mode="max")
         t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)

@@ -1,0 +1,71 @@
+"""Seed repeats (the study file's ``noise``): after the search, each arm's best configurations
+run again with new seeds, so the report can measure trial-to-trial noise instead of guessing it
+(docs/DESIGN.md, "Noise"; the statistics are in :mod:`searchsvc.analysis.noise`).
+
+Repeats are ordinary trials numbered after the search's, in fixed slots: trial
+``first + (arm * top_k + rank) * seeds + s`` is seed ``s`` of the arm's ``rank``-th best
+configuration. The plan is a pure function of the finished search trials, so a resumed study
+plans the same repeats and runs only the slots not yet finished.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from searchsvc.core import TRIAL_COMPLETED, TrialRecord, is_finite_number
+from searchsvc.searchers.base import NoOptions, Proposal, Searcher
+from searchsvc.searchers.space import Arm, trial_seed
+from searchsvc.spec import Noise, StudySpec
+
+
+def repeat_settings(spec: StudySpec, searcher: Searcher, runs_own_search: bool
+                    ) -> Noise | None:
+    """The repeats this study runs: its ``noise`` setting, unless its searcher or backend
+    cannot repeat a trial (an explicit request was refused when the file was validated)."""
+    if spec.noise is None or runs_own_search or not searcher.repeats_supported:
+        return None
+    return spec.noise
+
+
+def planned_repeats(noise: Noise | None, arms: int) -> int:
+    """The most repeat trials a study runs (an arm with fewer than ``top_k`` completed
+    configurations gets fewer)."""
+    return 0 if noise is None else arms * noise.top_k * noise.seeds
+
+
+def plan_repeats(spec: StudySpec, noise: Noise, arms: Sequence[Arm],
+                 trials: Sequence[TrialRecord], first: int) -> list[Proposal]:
+    """The repeat proposals for the finished search ``trials``: per arm, the ``top_k`` best
+    trials that ran their whole budget (completed, finite value; pruned ones were judged on
+    less training), each with ``seeds`` new seeds."""
+    sign = 1 if spec.mode == "min" else -1
+    plan = []
+    for a, arm in enumerate(arms):
+        mine = [t for t in trials if t.repeat_of is None and t.state == TRIAL_COMPLETED
+                and is_finite_number(t.best_value) and dict(t.arm) == dict(arm.values)]
+        mine.sort(key=lambda t: (sign * float(t.best_value or 0.0), t.number))
+        for rank, original in enumerate(mine[:noise.top_k]):
+            for s in range(noise.seeds):
+                number = first + (a * noise.top_k + rank) * noise.seeds + s
+                plan.append(Proposal(number, dict(original.config), arm,
+                                     trial_seed(spec.seed, number), repeat_of=original.number))
+    return plan
+
+
+class RepeatSearcher(Searcher):
+    """Proposes a fixed plan of repeats (what the driver runs after the search)."""
+
+    name = "repeats"
+    summary = "seed repeats of the search's best configurations"
+    Options = NoOptions
+
+    def __init__(self, spec: StudySpec, plan: Sequence[Proposal]):
+        super().__init__(spec, NoOptions())
+        self.plan = {p.number: p for p in plan}
+
+    @property
+    def total_trials(self) -> int:
+        return len(self.plan)
+
+    def propose(self, number: int) -> Proposal:
+        return self.plan[number]
