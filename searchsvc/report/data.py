@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from searchsvc.analysis import StudyAnalysis
+from searchsvc.analysis.noise import NoiseEstimate, method_name
 from searchsvc.core import StudyRecord
 
 JSON_COUNT_STATES = ("completed", "pruned", "failed", "infeasible")
@@ -43,9 +44,13 @@ def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
         ],
         "isolation": [
             {"parameter": i.parameter, "verdict": i.verdict, "best_value": i.best_value,
-             "gap": i.gap, "noise": i.noise, "detail": i.detail,
+             "gap": i.gap, "noise": i.noise, "detail": i.detail, "method": i.method,
+             "difference_ci": [i.difference_low, i.difference_high],
+             "seeds_needed": i.seeds_needed,
              "points": [{"value": p.value, "best": p.best, "trial_id": p.number,
-                         "number": p.number, "trials": p.trials, "top_values": list(p.top_values)}
+                         "number": p.number, "trials": p.trials, "top_values": list(p.top_values),
+                         "mean": p.mean, "ci_low": p.ci_low, "ci_high": p.ci_high,
+                         "repeats": p.repeats, "repeat_of": p.repeat_of}
                         for p in i.points]}
             for i in analysis.isolation
         ],
@@ -63,8 +68,27 @@ def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
              "changes": {k: {"old": a, "new": b} for k, (a, b) in e.changes.items()}}
             for e in analysis.lineage
         ],
+        "noise": noise_data(analysis.noise),
+        "repeats": [
+            {"trial_id": number, "number": number, "repeat_of": g.original, "seed": seed,
+             "value": value}
+            for g in (analysis.noise.groups if analysis.noise else ())
+            for number, seed, value in zip(g.numbers, g.seeds, g.values, strict=True)
+        ],
         "findings": list(analysis.findings),
         "next_study": analysis.next_study.text,
         "next_study_changes": list(analysis.next_study.changes),
         "provenance": dict(study.provenance),
     }
+
+
+def noise_data(noise: NoiseEstimate | None) -> dict[str, Any] | None:
+    """report.json's ``noise``: the seed noise measured from repeats (null without them)."""
+    if noise is None:
+        return None
+    return {"sigma": noise.sigma, "dof": noise.dof, "sigma_ci": [noise.sigma_low,
+                                                                noise.sigma_high],
+            "per_arm": [{"arm": a.arm, "sigma": a.sigma, "dof": a.dof} for a in noise.per_arm],
+            "equal_noise_p": noise.equal_noise_p, "min_resolvable": noise.min_resolvable,
+            "seeds": noise.seeds, "failed_repeats": noise.failed_repeats,
+            "method": method_name(noise)}

@@ -19,10 +19,11 @@ def parameter_names(trials: Sequence[TrialRecord]) -> list[str]:
 
 def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any]]]:
     """trials.csv as (header, rows), one row per trial, its config flattened into columns;
-    None where a trial has no value (written as an empty cell)."""
+    None where a trial has no value (written as an empty cell). ``repeat_of``: for a seed
+    repeat, the number of the trial it reruns."""
     params = parameter_names(trials)
     header = ["number", "state", "best_value", "best_step", "last_step", "seed", "attempts",
-              "duration_s", "node", *params, "error"]
+              "duration_s", "node", "repeat_of", *params, "error"]
     rows = []
     for t in trials:
         duration = None
@@ -31,7 +32,8 @@ def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any
         error = (t.error or "").strip().splitlines()
         rows.append([
             t.number, str(t.state), t.best_value, t.best_step or None, t.last_step or None,
-            t.seed, t.attempts, duration, t.node or None, *(t.config.get(p) for p in params),
+            t.seed, t.attempts, duration, t.node or None, t.repeat_of,
+            *(t.config.get(p) for p in params),
             error[-1] if error else None,
         ])
     return header, rows
