@@ -37,6 +37,7 @@ from searchsvc.searchers.repeats import (
     planned_repeats,
     repeat_settings,
 )
+from searchsvc.searchers.space import fits_space
 from searchsvc.spec import Noise, StudySpec, spec_of
 from searchsvc.store import Store, searchsvc_home
 from searchsvc.worker.context import META_KEY
@@ -94,6 +95,8 @@ def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
         resolve_objective(spec.objective, search_paths_for(spec.source.file))
     elif not in_bundle:
         locate_objective(spec.objective, search_paths_for(spec.source.file))
+    if spec.warm_start:
+        _warm_start_trials(spec, store)  # refuse a missing study before creating this one
     found = provenance.collect(spec.source.file, spec.seed)
     if code is not None:
         found["code"] = code.provenance()
@@ -143,6 +146,8 @@ def run_study(name: str, store: Store, options: RunOptions, *,
                            t.state,
                            curve=t.curve(study.metric)) for t in trials
                if t.finished and t.repeat_of is None]
+    if spec.warm_start:
+        study = _warm_start(spec, study, store, searcher)
     for observation in history:
         searcher.observe(observation)
     pending = [n for n in range(searched) if n not in finished]
@@ -202,6 +207,39 @@ def run_study(name: str, store: Store, options: RunOptions, *,
         **({} if backend.runs_own_search else {"total_trials": total}),
     )
     return RunOutcome(study, len(done), total, reason)
+
+
+def _warm_start_trials(spec: StudySpec, store: Store) -> tuple[int, list[Observation]]:
+    """(finished trials of ``spec.warm_start``, those of them that fit ``spec``'s space as
+    observations numbered -1, -2, ...)."""
+    assert spec.warm_start is not None
+    try:
+        trials = store.get_trials(spec.warm_start, measurements=True)
+    except NotFoundError:
+        raise NotFoundError(f"warm_start.study: no study named {spec.warm_start!r} in this "
+                            "store (searchsvc list shows the studies)") from None
+    parent = store.get_study(spec.warm_start)
+    if (parent.metric, parent.mode) != (spec.metric, spec.mode):
+        raise ConflictError(
+            f"warm_start.study: study {spec.warm_start!r} optimised {parent.metric} "
+            f"({parent.mode}), this one {spec.metric} ({spec.mode}): its values would mislead "
+            "the model")
+    finished = [t for t in trials if t.finished and t.repeat_of is None]
+    fitting = [t for t in finished if fits_space(spec, t.config)]
+    return len(finished), [
+        Observation(-1 - i, t.config,
+                    t.best_value if t.state in (TRIAL_COMPLETED, TRIAL_PRUNED) else None,
+                    t.state, curve=t.curve(parent.metric)) for i, t in enumerate(fitting)]
+
+
+def _warm_start(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher
+                ) -> StudyRecord:
+    """Feed the warm-start study's trials to ``searcher`` and record what was used."""
+    finished, observations = _warm_start_trials(spec, store)
+    used = searcher.warm_start(observations)
+    record = {"study": spec.warm_start, "finished_trials": finished,
+              "fitting_trials": len(observations), "used": used}
+    return store.update_study(study.name, provenance={**study.provenance, "warm_start": record})
 
 
 def _repeat_plan(spec: StudySpec, store: Store, name: str, searcher: Searcher,

@@ -9,7 +9,7 @@ one is re-fed every finished trial from the store before it proposes again.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -128,6 +128,13 @@ class Searcher(ABC):
 
     def observe(self, observation: Observation) -> None:  # noqa: B027 - optional hook
         """Learn from a finished trial. Non-adaptive searchers ignore it."""
+
+    def warm_start(self, observations: Sequence[Observation]) -> int:
+        """Before the first proposal: feed ``observations`` (finished trials of another study
+        whose configs fit this space, numbered -1, -2, ... so they never clash with this
+        study's) to the searcher's models, and return how many it used. Searchers without a
+        model use none (the default)."""
+        return 0
 
     def schedule(self) -> Schedule | None:
         """How trials are stopped early or perturbed while they run (None: every trial runs

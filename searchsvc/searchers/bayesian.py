@@ -4,6 +4,7 @@ an Optuna (TPE, GP) or hyperopt (TPE) model of that arm's finished trials."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any, Literal
 
@@ -12,7 +13,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from searchsvc.searchers.base import Observation, Proposal, Searcher
 from searchsvc.searchers.models import ArmModel, create_model
 from searchsvc.searchers.simple import halton_points
-from searchsvc.searchers.space import build_config, config_from_unit, nuisance_dimensions
+from searchsvc.searchers.space import (
+    arm_of,
+    build_config,
+    config_from_unit,
+    nuisance_dimensions,
+)
 from searchsvc.searchers.space import trial_seed as _mix
 
 # GP regression cost grows with dimensions and trials; past this TPE is the better default.
@@ -65,9 +71,28 @@ class BayesianSearcher(Searcher):
     def _warmup_points(self) -> list[Any]:
         return [halton_points(self.spec, arm, self.warmup) for arm in self.arms]
 
+    def warm_start(self, observations: Sequence[Observation]) -> int:
+        """Tell each arm's model the other study's trials of that arm; an arm's quasi-random
+        warm-up shortens by as many, so its model proposes as soon as it has enough data."""
+        used = 0
+        for observation in observations:
+            arm = arm_of(self.arms, observation.config)
+            if arm is None:
+                continue
+            self.models[arm.index].tell(observation.number, observation.config,
+                                        observation.value, observation.state,
+                                        observation.last_step)
+            self._warmed[arm.index] = self._warmed.get(arm.index, 0) + 1
+            used += 1
+        return used
+
+    @cached_property
+    def _warmed(self) -> dict[int, int]:
+        return {}
+
     def propose(self, number: int) -> Proposal:
         arm, index = self.arm_for(number)
-        if index < self.warmup:
+        if index < self.warmup - self._warmed.get(arm.index, 0):
             config = config_from_unit(self.spec, arm, self._warmup_points[arm.index][index])
         else:
             config = build_config(self.spec, arm, self.models[arm.index].suggest(number))

@@ -7,6 +7,7 @@ stop early); the runner maps the schedule to Ray Tune's asynchronous Hyperband s
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from functools import cached_property
 from typing import Any, ClassVar, Literal
 
@@ -17,7 +18,7 @@ from searchsvc.searchers.base import Observation, Proposal, Searcher
 from searchsvc.searchers.bayesian import BayesianOptions, BayesianSearcher
 from searchsvc.searchers.schedule import HyperbandSchedule
 from searchsvc.searchers.simple import QuasiRandomSearcher, RandomSearcher
-from searchsvc.searchers.space import build_config
+from searchsvc.searchers.space import arm_of, build_config
 from searchsvc.searchers.space import trial_seed as _mix
 from searchsvc.spec import StudySpec
 
@@ -83,6 +84,9 @@ class HyperbandSearcher(Searcher):
     def observe(self, observation: Observation) -> None:
         self.proposer.observe(observation)
 
+    def warm_start(self, observations: Sequence[Observation]) -> int:
+        return self.proposer.warm_start(observations)
+
     def schedule(self) -> HyperbandSchedule:
         opts: HyperbandOptions = self.options  # type: ignore[assignment]
         max_steps = self.spec.budget.max_steps
@@ -145,9 +149,20 @@ class BohbSearcher(HyperbandSearcher):
         values = self.models[arm.index].suggest(number, self.budgets[-1])
         return Proposal(number, build_config(self.spec, arm, values), arm, self.seed_for(number))
 
+    def warm_start(self, observations: Sequence[Observation]) -> int:
+        used = 0
+        for observation in observations:
+            arm = arm_of(self.arms, observation.config)
+            if arm is not None:
+                self._tell(self.models[arm.index], observation)
+                used += 1
+        return used
+
     def observe(self, observation: Observation) -> None:
         arm, _ = self.arm_for(observation.number)
-        model = self.models[arm.index]
+        self._tell(self.models[arm.index], observation)
+
+    def _tell(self, model: Any, observation: Observation) -> None:
         last = observation.last_step
         for budget in self.budgets:
             if last is None or last < budget:

@@ -8,7 +8,7 @@ nuisance parameters; fixed parameters are copied into every config.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,3 +108,30 @@ def trial_seed(study_seed: int, number: int) -> int:
 
 def _ordered(spec: StudySpec) -> list[Parameter]:
     return [spec.parameters[name] for name in spec.parameter_order]
+
+
+def arm_of(arms: Sequence[Arm], config: Mapping[str, Any]) -> Arm | None:
+    """The arm whose scientific values ``config`` holds (None: none of them)."""
+    for arm in arms:
+        if all(k in config and config[k] == v for k, v in arm.values.items()):
+            return arm
+    return None
+
+
+def fits_space(spec: StudySpec, config: Mapping[str, Any]) -> bool:
+    """Whether ``config`` (another study's trial) is a point of ``spec``'s searched space:
+    every searched parameter active under it is present and inside its range or values.
+    Fixed values are not compared: a warm start matches trials on what is searched."""
+    for param in spec.parameters.values():
+        if not param.searched or not param.is_active(config):
+            continue
+        if param.name not in config:
+            return False
+        value = config[param.name]
+        if isinstance(param, RangeParameter) and not param.is_discrete:
+            if not (isinstance(value, int | float) and not isinstance(value, bool)
+                    and param.low <= value <= param.high):
+                return False
+        elif not param.takes(value):
+            return False
+    return True
