@@ -170,6 +170,37 @@ def show(study: Annotated[str, typer.Argument()], storage: StorageOpt = None) ->
 
 
 @app.command()
+def compare(
+    baseline: Annotated[str, typer.Argument(help="Study A (e.g. the parent).")],
+    candidate: Annotated[str, typer.Argument(help="Study B (e.g. made from A's next_study.yaml).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON "
+                                          "(report.json's `comparison`).")] = False,
+    storage: StorageOpt = None,
+) -> None:
+    """Did B's best beat A's beyond seed noise? Each study's best configuration by its mean
+    over seed repeats, with a Welch 95% interval of the difference."""
+    import json
+
+    from searchsvc import usecases
+    from searchsvc.report.data import comparison_data
+
+    found = usecases.compare(baseline, candidate, _store(storage))
+    if as_json:
+        sys.stdout.write(json.dumps(comparison_data(found), indent=2) + "\n")
+        return
+    table = Table("study", "best trial", f"mean {found.metric}", "95% interval", "seeds",
+                  "single run")
+    for side in (found.baseline, found.candidate):
+        interval = ("" if side.ci_low is None or side.ci_high is None
+                    else f"[{side.ci_low:.4g}, {side.ci_high:.4g}]")
+        table.add_row(side.study, "" if side.number is None else str(side.number),
+                      "" if side.mean is None else f"{side.mean:.4g}", interval,
+                      str(side.repeats), "" if side.value is None else f"{side.value:.4g}")
+    out.print(table)
+    out.print(f"[b]{found.verdict}[/b]: {found.detail}")
+
+
+@app.command()
 def report(
     study: Annotated[str, typer.Argument()],
     fmt: Annotated[str, typer.Option("--format", help="Comma-separated: html,md,json.")] =

@@ -18,6 +18,7 @@ from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec, spec_of
 from searchsvc.store import Store
 
 if TYPE_CHECKING:
+    from searchsvc.analysis.compare import Comparison
     from searchsvc.codebundle import CodeBundle
     from searchsvc.driver.run import RunOptions, RunOutcome
     from searchsvc.report.writer import ReportFiles
@@ -89,3 +90,11 @@ def report(name: str, store: Store, out_dir: str | Path | None = None,
 
     return write_report(store, name, out_dir, FORMATS if formats is None else formats,
                         top_fraction=top_fraction, spec=spec)
+
+
+def compare(baseline: str, candidate: str, store: Store) -> Comparison:
+    """Whether study ``candidate``'s best beats ``baseline``'s beyond seed noise."""
+    from searchsvc.analysis.compare import compare as compared
+
+    return compared(store.get_study(baseline), store.get_trials(baseline),
+                    store.get_study(candidate), store.get_trials(candidate))

@@ -18,6 +18,7 @@ from searchsvc.spec.edits import (
     NextSeed,
     Rename,
     SetMaxSteps,
+    SetParent,
     SetRange,
     SpecEdit,
     describe,
@@ -51,7 +52,7 @@ _RANGE_REASONS = {"near_low": "the best trials crowded the low edge",
 def suggest_next_study(spec: StudySpec, boundaries: Sequence[BoundaryCheck],
                        importance: Mapping[str, float], curves: Sequence[CurveDiagnosis],
                        best: TrialRecord | None, usable_trials: int) -> NextStudy:
-    edits: list[SpecEdit] = [Rename(_next_name(spec.name))]
+    edits: list[SpecEdit] = [Rename(_next_name(spec.name)), SetParent(spec.name)]
     edits += _range_edits(spec, boundaries, usable_trials)
     if best is not None and usable_trials >= MIN_TRIALS_TO_FIX:
         edits += _fixing_edits(spec, importance, best)

@@ -11,6 +11,7 @@ from searchsvc.analysis.boundary import (
     BoundaryCheck,
     check_boundaries,
 )
+from searchsvc.analysis.compare import Comparison, compare
 from searchsvc.analysis.curves import CurveDiagnosis, diagnose_best
 from searchsvc.analysis.importance import parameter_importance
 from searchsvc.analysis.isolation import VERDICT_DIFFERS, VERDICT_WITHIN_NOISE, Isolation, isolate
@@ -35,11 +36,14 @@ class StudyAnalysis:
     findings: tuple[str, ...]
     next_study: NextStudy
     noise: NoiseEstimate | None = None  # measured from seed repeats (None: no repeats)
+    comparison: Comparison | None = None  # against the study this one was made from
 
 
 def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
-            events: Sequence[TrialEvent] = (), *, top_fraction: float = 0.2) -> StudyAnalysis:
-    """Analyse ``trials`` (with their measurements, for the curve diagnostics). The search's
+            events: Sequence[TrialEvent] = (), *, top_fraction: float = 0.2,
+            parent: tuple[StudyRecord, Sequence[TrialRecord]] | None = None) -> StudyAnalysis:
+    """Analyse ``trials`` (with their measurements, for the curve diagnostics); ``parent``:
+    the study this one was made from, with its trials, to compare against. The search's
     own trials drive every finding about the space; seed repeats (``repeat_of``) measure the
     noise the scientific verdicts are judged against, and are counted in the summary."""
     summary = summarize(study, trials)
@@ -54,9 +58,18 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
                                     usable[0] if usable else None, len(usable))
     findings = _findings(summary, boundaries, isolation, curves, importance)
     findings[1:1] = _noise_findings(noise)
+    comparison = compare(parent[0], parent[1], study, trials) if parent else None
+    warm = study.provenance.get("warm_start")
+    if warm:
+        findings.insert(1, f"Warm start: {warm['used']} of study {warm['study']!r}'s "
+                        f"{warm['finished_trials']} finished trials fed to the searcher's model "
+                        f"before its first proposal ({warm['fitting_trials']} fit this space).")
+    if comparison is not None:
+        findings.insert(1, f"Compared with the parent study {parent[0].name!r}: "  # type: ignore[index]
+                        f"{comparison.detail}.")
     return StudyAnalysis(summary, tuple(boundaries), tuple(isolation), tuple(curves),
                          importance, tuple(rungs(search, events)), tuple(lineage(events)),
-                         tuple(findings), next_study, noise)
+                         tuple(findings), next_study, noise, comparison)
 
 
 def _noise_findings(noise: NoiseEstimate | None) -> list[str]:

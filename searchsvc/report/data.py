@@ -10,6 +10,7 @@ from dataclasses import asdict
 from typing import Any
 
 from searchsvc.analysis import StudyAnalysis
+from searchsvc.analysis.compare import Comparison
 from searchsvc.analysis.noise import NoiseEstimate, method_name
 from searchsvc.core import StudyRecord
 
@@ -75,6 +76,7 @@ def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
             for g in (analysis.noise.groups if analysis.noise else ())
             for number, seed, value in zip(g.numbers, g.seeds, g.values, strict=True)
         ],
+        "comparison": comparison_data(analysis.comparison),
         "findings": list(analysis.findings),
         "next_study": analysis.next_study.text,
         "next_study_changes": list(analysis.next_study.changes),
@@ -92,3 +94,14 @@ def noise_data(noise: NoiseEstimate | None) -> dict[str, Any] | None:
             "equal_noise_p": noise.equal_noise_p, "min_resolvable": noise.min_resolvable,
             "seeds": noise.seeds, "failed_repeats": noise.failed_repeats,
             "method": method_name(noise)}
+
+
+def comparison_data(comparison: Comparison | None) -> dict[str, Any] | None:
+    """report.json's ``comparison`` (and ``searchsvc compare --json``): B against A."""
+    if comparison is None:
+        return None
+    return {"baseline": asdict(comparison.baseline), "candidate": asdict(comparison.candidate),
+            "metric": comparison.metric, "mode": comparison.mode,
+            "verdict": comparison.verdict, "difference": comparison.difference,
+            "ci_low": comparison.ci_low, "ci_high": comparison.ci_high,
+            "method": comparison.method, "detail": comparison.detail}

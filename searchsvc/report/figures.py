@@ -90,6 +90,14 @@ def isolation_figure(plot: IsolationPlot) -> go.Figure:
     fig.add_trace(go.Scatter(x=plot.spread.x, y=plot.spread.y, mode="markers",
                              name=plot.spread.name,
                              marker=dict(size=6, color="grey", opacity=0.6)))
+    if plot.means is not None:
+        fig.add_trace(go.Scatter(
+            x=plot.means.x, y=plot.means.y, mode="markers", name=plot.means.name,
+            text=plot.means.text, marker=dict(size=10, symbol="diamond", color="#c0302b"),
+            error_y=dict(type="data", symmetric=False,
+                         array=[h - m for h, m in zip(plot.ci_high, plot.means.y, strict=True)],
+                         arrayminus=[m - lo for lo, m in zip(plot.ci_low, plot.means.y,
+                                                              strict=True)])))
     fig.update_layout(title=plot.title, xaxis_title=plot.x_label, xaxis_type="category",
                       yaxis_title=plot.y_label, **LAYOUT)
     return fig
@@ -99,6 +107,12 @@ def curve_figure(plot: CurvePlot) -> go.Figure:
     """Each curve as a line, its best step as a star."""
     fig = go.Figure()
     for line in plot.lines:
+        if line.band is not None:  # the seed repeats' spread around their mean
+            steps, lows, highs = line.band
+            fig.add_trace(go.Scatter(x=[*steps, *reversed(steps)], y=[*highs, *reversed(lows)],
+                                     fill="toself", mode="lines", line=dict(width=0),
+                                     opacity=0.25, hoverinfo="skip",
+                                     name=f"{line.name.split(':')[0]}: seed repeats, mean ± sd"))
         fig.add_trace(go.Scatter(x=line.steps, y=line.values, mode="lines", name=line.name))
         if line.best is not None:
             fig.add_trace(go.Scatter(x=[line.best[0]], y=[line.best[1]], mode="markers",

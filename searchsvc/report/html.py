@@ -20,6 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from searchsvc.analysis import StudyAnalysis, TrialSummary
+from searchsvc.analysis.noise import arm_text
 from searchsvc.core import StudyRecord
 from searchsvc.report.figures import report_figures
 from searchsvc.report.plotdata import ReportPlots
@@ -60,6 +61,7 @@ def _environment() -> Environment:
                       autoescape=select_autoescape(["html"]), trim_blocks=True,
                       lstrip_blocks=True, undefined=StrictUndefined)
     env.filters["fmt"] = fmt
+    env.filters["arm"] = arm_text
     env.filters["format_as"] = format  # value|format_as(".5g") is format(value, ".5g")
     return env
 

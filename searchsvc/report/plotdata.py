@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from searchsvc.analysis import BoundaryCheck, StudyAnalysis
 from searchsvc.analysis.trials import arm_label, ranked
-from searchsvc.core import TRIAL_INFEASIBLE, TrialRecord, is_finite_number
+from searchsvc.core import TRIAL_INFEASIBLE, Curve, TrialRecord, is_finite_number
 from searchsvc.spec import ChoiceParameter, RangeParameter, StudySpec
 
 MAX_POINTS = 4000  # trials per axis plot; the best quarter always among them
@@ -75,6 +76,10 @@ class IsolationPlot:
     y_label: str
     best: Series
     spread: Series
+    # With seed repeats: each value's best configuration's mean with its 95% interval.
+    means: Series | None = None
+    ci_low: tuple[float, ...] = ()
+    ci_high: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,9 @@ class CurveLine:
     values: tuple[float, ...]
     best: tuple[int, float] | None
     best_text: str
+    # The trial's seed repeats, step by step: mean -/+ one standard deviation (None: fewer
+    # than two repeats with curves).
+    band: tuple[tuple[int, ...], tuple[float, ...], tuple[float, ...]] | None = None
 
 
 @dataclass(frozen=True)
@@ -273,10 +281,19 @@ def isolation_plots(spec: StudySpec, analysis: StudyAnalysis) -> tuple[Isolation
                          for _ in p.top_values)
         spread_y = tuple(v for p in iso.points for v in p.top_values)
         spread = Series("top trials", spread_x, spread_y, ("",) * len(spread_x))
+        judged = [(label, p) for label, p in zip(labels, iso.points, strict=True)
+                  if p.mean is not None and p.ci_low is not None and p.ci_high is not None]
+        means = Series("mean over seed repeats (95% interval)",
+                       tuple(label for label, _ in judged),
+                       tuple(float(p.mean) for _, p in judged),  # type: ignore[arg-type]
+                       tuple(f"trial {p.repeat_of}'s config, {p.repeats} seeds"
+                             for _, p in judged)) if judged else None
         plots.append(IsolationPlot(
             key=f"isolation-{iso.parameter}", parameter=iso.parameter,
             title=f"Isolation: {iso.parameter} — {iso.verdict}", x_label=iso.parameter,
-            y_label=f"best {spec.metric}", best=best, spread=spread))
+            y_label=f"best {spec.metric}", best=best, spread=spread, means=means,
+            ci_low=tuple(float(p.ci_low) for _, p in judged),  # type: ignore[arg-type]
+            ci_high=tuple(float(p.ci_high) for _, p in judged)))  # type: ignore[arg-type]
     return tuple(plots)
 
 
@@ -296,10 +313,12 @@ def curve_plot(spec: StudySpec, trials: Sequence[TrialRecord],
         arm = f"({diag.arm})" if diag.arm else ""
         # The diagnosed best step may be off this attempt's curve: then no marker, no error.
         best = next(((s, v) for s, v in curve if s == diag.best_step), None)
+        repeats = [r.curve(spec.metric) for r in trials if r.repeat_of == t.number]
         lines.append(CurveLine(
             name=f"trial {t.number} {arm}: {issues}",
             steps=tuple(s for s, _ in curve), values=tuple(v for _, v in curve), best=best,
-            best_text=f"trial {t.number}: best step {diag.best_step}"))
+            best_text=f"trial {t.number}: best step {diag.best_step}",
+            band=noise_band([r for r in repeats if r])))
     if not lines:
         return None
     return CurvePlot(key="curves", title=f"Training curves of the best trials ({spec.metric})",
@@ -390,3 +409,19 @@ def _finite(value: float | None) -> float | None:
 
 def _short(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def noise_band(curves: Sequence[Curve]) -> tuple[tuple[int, ...], tuple[float, ...],
+                                                  tuple[float, ...]] | None:
+    """Mean -/+ one standard deviation over ``curves`` at every step all of them reached."""
+    if len(curves) < 2:
+        return None
+    steps = sorted(set.intersection(*(set(s for s, _ in c) for c in curves)))
+    lows, highs = [], []
+    for step in steps:
+        values = [c.value_at(step) for c in curves]
+        mean = statistics.fmean(v for v in values if v is not None)
+        sd = statistics.stdev(v for v in values if v is not None)
+        lows.append(mean - sd)
+        highs.append(mean + sd)
+    return (tuple(steps), tuple(lows), tuple(highs)) if steps else None

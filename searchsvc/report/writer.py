@@ -10,7 +10,8 @@ from pathlib import Path
 
 from searchsvc.analysis import analyze
 from searchsvc.analysis.curves import curve_candidates
-from searchsvc.errors import SearchsvcError
+from searchsvc.core import StudyRecord, TrialRecord
+from searchsvc.errors import NotFoundError, SearchsvcError
 from searchsvc.report.data import report_data
 from searchsvc.report.html import render_html
 from searchsvc.report.markdown import render_markdown
@@ -51,13 +52,16 @@ def write_report(store: Store, study_name: str, out_dir: str | Path | None = Non
     # Only the curves of each arm's best trials are analysed and drawn: loading every
     # measurement of a 10,000-trial study would take most of the report's time.
     trials = store.get_trials(study_name)
-    wanted = {t.number for t in curve_candidates(trials, study.mode)}
+    wanted = {t.number for t in curve_candidates([t for t in trials if t.repeat_of is None],
+                                                 study.mode)}
+    wanted |= {t.number for t in trials if t.repeat_of in wanted}  # their noise bands
     trials = store.get_trials(study_name, measurements=wanted)
     events = store.get_events(study_name)
     spec = spec or spec_of(study)
     folder = Path(out_dir or study.results_dir or searchsvc_home() / "results" / study.name)
     folder.mkdir(parents=True, exist_ok=True)
-    analysis = analyze(study, spec, trials, events, top_fraction=top_fraction)
+    analysis = analyze(study, spec, trials, events, top_fraction=top_fraction,
+                       parent=_parent(store, spec))
     files: dict[str, Path] = {"csv": folder / "trials.csv",
                               "next_study": folder / "next_study.yaml"}
     write_trials_csv(trials, files["csv"])
@@ -76,3 +80,13 @@ def write_report(store: Store, study_name: str, out_dir: str | Path | None = Non
         files["html"] = folder / "report.html"
         files["html"].write_text(render_html(study, spec, analysis, plots))
     return ReportFiles(folder, files)
+
+
+def _parent(store: Store, spec: StudySpec) -> tuple[StudyRecord, list[TrialRecord]] | None:
+    """The study ``spec`` was made from and its trials, when it is in ``store``."""
+    if not spec.parent or spec.parent == spec.name:
+        return None
+    try:
+        return store.get_study(spec.parent), store.get_trials(spec.parent)
+    except NotFoundError:
+        return None  # deleted, or made in another store: nothing to compare with

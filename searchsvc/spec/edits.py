@@ -71,6 +71,16 @@ class SetMaxSteps:
 
 
 @dataclass(frozen=True)
+class SetParent:
+    """The study the new one is made from (its report then compares the two)."""
+
+    study: str
+
+    def describe(self) -> str | None:
+        return None
+
+
+@dataclass(frozen=True)
 class NextSeed:
     """A new study seed (so the next study does not replay this one's draws)."""
 
@@ -80,7 +90,7 @@ class NextSeed:
         return None
 
 
-SpecEdit = Rename | SetRange | FixParameter | SetMaxSteps | NextSeed
+SpecEdit = Rename | SetRange | FixParameter | SetMaxSteps | NextSeed | SetParent
 
 
 def describe(edits: Sequence[SpecEdit]) -> tuple[str, ...]:
@@ -105,6 +115,8 @@ def write_edited(spec: StudySpec, edits: Sequence[SpecEdit], header: str = "") -
             data["budget"]["max_steps"] = edit.steps
         elif isinstance(edit, NextSeed):
             data["seed"] = edit.seed
+        elif isinstance(edit, SetParent):
+            data["parent"] = edit.study
     text = header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
     parse_spec(text, file=f"{data['study']}.yaml")
     return text
