@@ -32,8 +32,14 @@ def planted_spec(values: int, seeds: int, seed: int, trials_per_value: int = 10,
 
 @functools.lru_cache(maxsize=32)
 def _parsed(values: int, seeds: int, trials_per_value: int, top_k: int) -> StudySpec:
+    return parse_spec(planted_text(values, seeds, trials_per_value, top_k),
+                      file="planted-noise.yaml")
+
+
+def planted_text(values: int, seeds: int, trials_per_value: int = 10, top_k: int = 2) -> str:
+    """The study file of a planted-noise study (seed 0)."""
     names = ", ".join(VALUES[:values])
-    return parse_spec(f"""
+    return (f"""
 study: planted-noise
 objective: objectives.synthetic:noisy
 metric: loss
@@ -44,7 +50,7 @@ noise: {{top_k: {top_k}, seeds: {seeds}}}
 parameters:
   variant: {{role: scientific, values: [{names}]}}
   x: {{low: 0.0, high: 1.0}}
-""", file="planted-noise.yaml")
+""")
 
 
 def true_loss(variant: str, x: float, effect_sigmas: float) -> float:
