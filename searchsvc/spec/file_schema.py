@@ -104,7 +104,7 @@ def _noise(value: Any) -> NoiseFile | None:
 NoiseSetting = Annotated[
     NoiseFile | None,
     PlainValidator(_noise),
-    WithJsonSchema({"oneOf": [{"$ref": "#/$defs/NoiseFile"}, {"enum": ["off", False]}]}),
+    WithJsonSchema({"oneOf": [NoiseFile.model_json_schema(), {"enum": ["off", False]}]}),
 ]
 
 
@@ -176,6 +176,5 @@ class StudyFile(_FileModel):
 def json_schema() -> dict[str, Any]:
     """The JSON Schema of the study file, for editors and other tools."""
     schema = StudyFile.model_json_schema()
-    schema.setdefault("$defs", {})["NoiseFile"] = NoiseFile.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
