@@ -232,6 +232,7 @@ def _trial_rows(study: StudyRecord, trials: Sequence[TrialRecord], sort: str
         rows.append({"number": t.number, "state": t.state, "config": dict(t.config),
                      "value": t.best_value, "best_step": t.best_step, "last_step": t.last_step,
                      "attempts": t.attempts, "node": _short_node(t.node), "full_node": t.node,
+                     "repeat_of": t.repeat_of, "seed": t.seed,
                      "is_best": best is not None and t.best_value == best,
                      "error": error if len(error) <= MAX_ERROR_CHARS
                      else error[:MAX_ERROR_CHARS] + "…", "full_error": error})

@@ -146,3 +146,18 @@ def test_trials_sort_newest_or_best_first_and_long_tables_are_cut(
     monkeypatch.setattr(ui, "MAX_TRIAL_ROWS", 1)
     cut = client.get("/ui/studies/quickstart?sort=best", headers=auth(token)).text
     assert cut.count("data-trial=") == 1 and "1 more trials are not shown" in cut
+
+
+def test_seed_repeats_are_shown_with_the_trial_they_repeat(client: TestClient, store: Store
+                                                          ) -> None:
+    token = store.create_token("ada")
+    with_trials(client, store, token)
+    study = store.get_study("quickstart")
+    repeat = store.start_trial(study.id, number=2, config={"lr": 0.01}, arm={}, seed=77,
+                               repeat_of=0).id
+    store.finish_trial(repeat, TRIAL_COMPLETED)
+    page = client.get("/ui/studies/quickstart", headers=auth(token)).text
+    row = page[page.index('data-trial="2"'):].split("</tr>")[0]
+    assert 'title="seed 77">#0</td>' in row
+    plain = page[page.index('data-trial="1"'):].split("</tr>")[0]
+    assert "#0" not in plain
