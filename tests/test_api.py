@@ -20,6 +20,7 @@ STUDY = {
     "mode": "min",
     "searcher": "quasi_random",
     "budget": {"trials": 6, "max_concurrent": 2, "max_steps": 4},
+    "noise": {"top_k": 1, "seeds": 2},  # then 2 arms x 1 config x 2 seeds: 4 repeats
     "seed": 1,
     "parameters": {
         "depth": {"role": "scientific", "values": [1, 2]},
@@ -27,6 +28,7 @@ STUDY = {
         "weight_decay": {"role": "fixed", "value": 1.0e-4},
     },
 }
+TOTAL = 6 + 4  # the search's trials and the seed repeats
 
 
 @pytest.mark.slow
@@ -44,15 +46,17 @@ def test_a_notebook_runs_a_study_and_reads_what_the_report_files_hold(
     from_csv = pd.read_csv(folder / "trials.csv")
     pd.testing.assert_frame_equal(frame.drop(columns=["node"]), from_csv.drop(columns=["node"]),
                                   check_dtype=False)
-    assert list(frame["number"]) == list(range(6)) and set(frame["depth"]) == {1, 2}
+    assert list(frame["number"]) == list(range(TOTAL)) and set(frame["depth"]) == {1, 2}
+    repeats = frame[frame["repeat_of"].notna()]
+    assert len(repeats) == 4 and set(repeats["repeat_of"]) <= set(range(6))
 
     best = again.best_trials
     values = [t.best_value for t in best]
-    assert len(best) == 6 and values == sorted(values)  # mode: min, best first
+    assert len(best) == TOTAL and values == sorted(values)  # mode: min, best first
 
     steps = again.measurements()
     losses = steps[steps["metric"] == "val_loss"]
-    assert len(losses) == 6 * 4  # every trial reported every step
+    assert len(losses) == TOTAL * 4  # every trial reported every step
     for trial in best:
         mine = losses[losses["number"] == trial.number]["value"]
         assert math.isclose(mine.min(), trial.best_value)

@@ -38,8 +38,16 @@ class Progress:
         self.console = Console(file=stream, highlight=False, soft_wrap=True)
         self.live_mode = self.console.is_terminal if live is None else live
         self._live: Live | None = None
+        self._started = False
 
-    def start(self) -> None:
+    def start(self, note: str | None = None) -> None:
+        """Start showing progress; a later call (the seed repeats after the search) only
+        prints ``note`` above the live line."""
+        if self._started:
+            if note:
+                self.console.print(note)
+            return
+        self._started = True
         if self.live_mode:
             self._live = Live(self._line(), console=self.console, refresh_per_second=4,
                               transient=False)

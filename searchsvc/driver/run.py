@@ -164,7 +164,9 @@ def run_study(name: str, store: Store, options: RunOptions, *,
     callback = None
     searched_all = False  # a backend running its own search decides how many trials it has
     ctrl_c = _CtrlC()
-    started_ray = bool(pending) or noise is not None
+    # Ray only for trials to run: a finished search whose repeats all ran needs none.
+    started_ray = bool(pending) or any(
+        p.number not in finished for p in _repeat_plan(spec, store, name, searcher, noise))
     try:
         if pending and backend.runs_own_search:
             from searchsvc.driver.own_search import run_own_search
@@ -312,7 +314,8 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
             failure_config=tune.FailureConfig(max_failures=spec.budget.max_failures),
         ),
     )
-    progress.start()
+    progress.start(f"seed repeats: {len(pending)} trials rerun the best configurations with new "
+                   "seeds" if isinstance(searcher, RepeatSearcher) else None)
     tuner.fit()
     return callback
 

@@ -28,6 +28,7 @@ metric: val_loss
 mode: min
 searcher: quasi_random
 budget: {{trials: {trials}, max_concurrent: 2, max_steps: 6}}
+noise: off  # the service's tests count the search's trials; repeats have their own tests
 parameters:
   depth: {{role: scientific, values: [1, 2]}}
   learning_rate: {{role: nuisance, low: 1.0e-4, high: 1.0e-1, scale: log}}

@@ -40,6 +40,7 @@ def test_every_trial_and_every_step_is_stored(ray_local, tmp_path: Path) -> None
         mode: min
         searcher: quasi_random
         budget: {trials: 12, max_concurrent: 2, max_steps: 7}
+        noise: off  # seed repeats: tests/driver/test_noise_repeats.py
         parameters:
           depth: {role: scientific, values: [1, 2, 3]}
           learning_rate: {role: nuisance, low: 1.0e-4, high: 1.0e-2, scale: log}

@@ -1,0 +1,25 @@
+"""The progress display across a study's two phases (the search, then its seed repeats): the
+second start must not open a second live display (Rich allows one) and says what comes next."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from searchsvc.driver.progress import Progress
+
+
+@pytest.mark.parametrize("live", [True, False])
+def test_a_second_start_only_announces_the_repeats(live: bool) -> None:
+    stream = io.StringIO()
+    progress = Progress("s", 10, "loss", "min", stream=stream, live=live)
+    progress.start()
+    progress.trial_started(0)
+    progress.trial_result(0, 0.5)
+    progress.start("seed repeats: 4 trials rerun the best configurations with new seeds")
+    progress.trial_started(8)
+    progress.stop()
+    text = stream.getvalue()
+    assert "seed repeats: 4 trials" in text
+    assert text.count("10 trials, 0 already finished") == (0 if live else 1)
