@@ -304,7 +304,8 @@ def _trial_json(t: TrialRecord, curves: bool) -> dict[str, Any]:
     out: dict[str, Any] = {
         "number": t.number, "state": t.state, "config": dict(t.config), "arm": dict(t.arm),
         "best_value": t.best_value, "best_step": t.best_step, "last_step": t.last_step,
-        "attempts": t.attempts, "error": t.error, "node": t.node}
+        "attempts": t.attempts, "error": t.error, "node": t.node, "seed": t.seed,
+        "repeat_of": t.repeat_of}
     if curves:
         out["measurements"] = [{"step": m.step, "attempt": m.attempt, "value": m.value,
                                 "metrics": dict(m.metrics)} for m in t.measurements]

@@ -148,7 +148,7 @@ def test_trials_sort_newest_or_best_first_and_long_tables_are_cut(
     assert cut.count("data-trial=") == 1 and "1 more trials are not shown" in cut
 
 
-def test_seed_repeats_are_shown_with_the_trial_they_repeat(client: TestClient, store: Store
+def test_seed_repeats_are_shown_with_the_trial_they_repeat_in_the_ui_and_the_api(client: TestClient, store: Store
                                                           ) -> None:
     token = store.create_token("ada")
     with_trials(client, store, token)
@@ -161,3 +161,6 @@ def test_seed_repeats_are_shown_with_the_trial_they_repeat(client: TestClient, s
     assert 'title="seed 77">#0</td>' in row
     plain = page[page.index('data-trial="1"'):].split("</tr>")[0]
     assert "#0" not in plain
+    api = {t["number"]: t for t in client.get("/studies/quickstart/trials",
+                                               headers=auth(token)).json()}
+    assert (api[2]["repeat_of"], api[2]["seed"], api[0]["repeat_of"]) == (0, 77, None)
