@@ -148,8 +148,8 @@ def test_trials_sort_newest_or_best_first_and_long_tables_are_cut(
     assert cut.count("data-trial=") == 1 and "1 more trials are not shown" in cut
 
 
-def test_seed_repeats_are_shown_with_the_trial_they_repeat_in_the_ui_and_the_api(client: TestClient, store: Store
-                                                          ) -> None:
+def test_seed_repeats_are_shown_with_the_trial_they_repeat_in_the_ui_and_the_api(
+        client: TestClient, store: Store) -> None:
     token = store.create_token("ada")
     with_trials(client, store, token)
     study = store.get_study("quickstart")
