@@ -59,11 +59,12 @@ class Study:
 
     @property
     def best_trials(self) -> list[TrialRecord]:
-        """Completed and pruned trials with a finite value, best first (ties by number): the
-        ranking of the report's best trials."""
+        """The search's completed and pruned trials with a finite value, best first (ties by
+        number): the ranking of the report's best trials (seed repeats are in
+        :meth:`trials` and the report's ``noise``)."""
         from searchsvc.analysis.trials import ranked
 
-        return ranked(self.trials, self.record.mode)
+        return ranked([t for t in self.trials if t.repeat_of is None], self.record.mode)
 
     def trials_dataframe(self) -> pd.DataFrame:
         """One row per trial, its config flattened into columns: the table of trials.csv."""

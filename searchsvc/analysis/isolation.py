@@ -121,11 +121,16 @@ def _repeat_verdict(spec: StudySpec, name: str, points: list[IsolationPoint],
     pairs = {p.value: pair_interval(estimates[winner.value], estimates[p.value], len(judged),
                                     noise, spec.mode) for p in order[1:]}
     runner_up = order[1]
-    closest = pairs[runner_up.value]
+    # The pair that decides: the value the winner is least resolved from (the lowest
+    # interval among those not excluding 0), else the runner-up.
+    unresolved = [p for p in order[1:]
+                  if not (pairs[p.value].resolved and pairs[p.value].difference > 0)]
+    against = min(unresolved, key=lambda p: pairs[p.value].low, default=runner_up)
+    closest = pairs[against.value]
     gap = closest.difference
     how = ("Welch intervals on each arm's own seed noise, Bonferroni-corrected"
            if method == METHOD_WELCH else "Tukey-Kramer intervals on the pooled seed noise")
-    if all(pair.resolved and pair.difference > 0 for pair in pairs.values()):
+    if not unresolved:
         verdict, needed = VERDICT_DIFFERS, None
         detail = (f"{name}={winner.value} is best: mean {spec.metric} {winner.mean:.4g} over "
                   f"{winner.repeats} seeds vs {runner_up.mean:.4g} for {name}={runner_up.value}"
@@ -137,8 +142,10 @@ def _repeat_verdict(spec: StudySpec, name: str, points: list[IsolationPoint],
         needed = seeds_to_resolve(gap, closest, winner.repeats)
         more = (f"; about {needed} seeds per configuration would resolve a gap this size"
                 if needed else "")
-        detail = (f"{name}: the best values' means differ by {gap:.3g}, within seed noise: "
-                  f"the 95% interval of the gap [{closest.low:.3g}, {closest.high:.3g}] "
+        detail = (f"{name}: {name}={winner.value} has the best mean ({winner.mean:.4g}) but "
+                  f"differs from {name}={against.value} ({against.mean:.4g}) by {gap:.3g}, "
+                  f"within seed noise: the 95% interval of that gap [{closest.low:.3g}, "
+                  f"{closest.high:.3g}] "
                   f"includes 0 ({how}; sigma {noise.sigma:.3g}, {noise.dof} dof){more}")
     return Isolation(name, tuple(points), verdict, winner.value, gap, noise.sigma, detail,
                      method, closest.low, closest.high, needed)

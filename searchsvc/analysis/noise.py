@@ -137,7 +137,7 @@ def estimate_noise(trials: Sequence[TrialRecord]) -> NoiseEstimate | None:
         arm_sigma = (math.sqrt(sum(g.sum_of_squares for g in mine) / arm_dof)
                      if arm_dof else None)
         arms.append(ArmNoise(label, arm_sigma, arm_dof))
-    equal_p = _bartlett([mine for mine in per_arm.values()])
+    equal_p = _bartlett(arms)
     counts = [g.n for g in groups]
     seeds = max(set(counts), key=counts.count)
     resolvable = _t(dof) * sigma * math.sqrt(2 / seeds)
@@ -147,14 +147,22 @@ def estimate_noise(trials: Sequence[TrialRecord]) -> NoiseEstimate | None:
                          tuple(groups), failed)
 
 
-def _bartlett(arms: list[list[RepeatGroup]]) -> float | None:
-    """Bartlett's p for equal noise across arms, on each group's deviations from its mean
-    (None with fewer than two arms that have repeats to compare, or no spread at all)."""
-    samples = [[v - g.mean for g in mine for v in g.values] for mine in arms
-               if sum(g.n - 1 for g in mine) >= 1]
-    if len(samples) < 2 or any(max(s) == min(s) for s in samples):
+def _bartlett(arms: Sequence[ArmNoise]) -> float | None:
+    """Bartlett's p for equal noise across arms, from each arm's pooled variance and its own
+    degrees of freedom (each repeat group spends one on its mean, so the arms' deviations are
+    not plain samples); None with fewer than two arms to compare, or an arm with no spread."""
+    usable = [a for a in arms if a.dof >= 1 and a.sigma is not None]
+    if len(usable) < 2 or any(a.sigma == 0 for a in usable):
         return None
-    return float(stats.bartlett(*samples).pvalue)
+    k = len(usable)
+    dofs = [a.dof for a in usable]
+    variances = [float(a.sigma) ** 2 for a in usable]  # type: ignore[arg-type]
+    total = sum(dofs)
+    pooled = sum(d * v for d, v in zip(dofs, variances, strict=True)) / total
+    statistic = (total * math.log(pooled)
+                 - sum(d * math.log(v) for d, v in zip(dofs, variances, strict=True)))
+    correction = 1 + (sum(1 / d for d in dofs) - 1 / total) / (3 * (k - 1))
+    return float(stats.chi2.sf(statistic / correction, k - 1))
 
 
 def _t(dof: float, confidence: float = CONFIDENCE) -> float:

@@ -63,5 +63,9 @@ def summarize(study: StudyRecord, trials: Sequence[TrialRecord], k: int = 5) -> 
     return StudySummary(
         study=study.name, metric=study.metric, mode=study.mode, state=study.state,
         total_trials=study.total_trials, counts=counts,
-        best_trials=tuple(best_trials(trials, study.mode, k)),
+        # The search's trials only: a seed repeat's value is one more draw of a config
+        # already ranked, and the best of several draws is the luckiest seed, not a better
+        # config (the seed-noise section judges repeats).
+        best_trials=tuple(best_trials([t for t in trials if t.repeat_of is None], study.mode,
+                                      k)),
     )

@@ -41,20 +41,19 @@ class Progress:
         self._started = False
 
     def start(self, note: str | None = None) -> None:
-        """Start showing progress; a later call (the seed repeats after the search) only
-        prints ``note`` above the live line."""
-        if self._started:
-            if note:
-                self.console.print(note)
-            return
-        self._started = True
-        if self.live_mode:
-            self._live = Live(self._line(), console=self.console, refresh_per_second=4,
-                              transient=False)
-            self._live.start()
-        else:
-            self.console.print(f"study {self.study}: {self.total} trials, "
-                               f"{self.done} already finished")
+        """Start showing progress, then print ``note`` (what this phase runs: the seed
+        repeats after the search); a later call only prints its note."""
+        if not self._started:
+            self._started = True
+            if self.live_mode:
+                self._live = Live(self._line(), console=self.console, refresh_per_second=4,
+                                  transient=False)
+                self._live.start()
+            else:
+                self.console.print(f"study {self.study}: {self.total} trials, "
+                                   f"{self.done} already finished")
+        if note:
+            self.console.print(note)
 
     def stop(self) -> None:
         if self._live is not None:

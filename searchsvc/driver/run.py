@@ -8,7 +8,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,7 +96,7 @@ def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
     elif not in_bundle:
         locate_objective(spec.objective, search_paths_for(spec.source.file))
     if spec.warm_start:
-        _warm_start_trials(spec, store)  # refuse a missing study before creating this one
+        _warm_start_trials(spec, store, owner)  # refuse a missing study before creating this
     found = provenance.collect(spec.source.file, spec.seed)
     if code is not None:
         found["code"] = code.provenance()
@@ -211,24 +211,32 @@ def run_study(name: str, store: Store, options: RunOptions, *,
     return RunOutcome(study, len(done), total, reason)
 
 
-def _warm_start_trials(spec: StudySpec, store: Store) -> tuple[int, list[Observation]]:
-    """(finished trials of ``spec.warm_start``, those of them that fit ``spec``'s space as
-    observations numbered -1, -2, ...)."""
+def _warm_start_trials(spec: StudySpec, store: Store, owner: str | None = None,
+                       only: Collection[int] | None = None
+                       ) -> tuple[int, list[int], list[Observation]]:
+    """(finished trials of ``spec.warm_start``, the numbers of those that fit ``spec``'s space,
+    and those as observations numbered -1, -2, ...). ``owner``: the service user this study
+    belongs to, who may only warm-start from their own studies (another's is "not found");
+    ``only``: the numbers chosen when the study first ran (a resume feeds the same ones)."""
     assert spec.warm_start is not None
+    missing = NotFoundError(f"warm_start.study: no study named {spec.warm_start!r} in this "
+                            "store (searchsvc list shows the studies)")
     try:
+        parent = store.get_study(spec.warm_start)
         trials = store.get_trials(spec.warm_start, measurements=True)
     except NotFoundError:
-        raise NotFoundError(f"warm_start.study: no study named {spec.warm_start!r} in this "
-                            "store (searchsvc list shows the studies)") from None
-    parent = store.get_study(spec.warm_start)
+        raise missing from None
+    if parent.owner != owner:
+        raise missing
     if (parent.metric, parent.mode) != (spec.metric, spec.mode):
         raise ConflictError(
             f"warm_start.study: study {spec.warm_start!r} optimised {parent.metric} "
             f"({parent.mode}), this one {spec.metric} ({spec.mode}): its values would mislead "
             "the model")
     finished = [t for t in trials if t.finished and t.repeat_of is None]
-    fitting = [t for t in finished if fits_space(spec, t.config)]
-    return len(finished), [
+    fitting = [t for t in finished if fits_space(spec, t.config)
+               and (only is None or t.number in only)]
+    return len(finished), [t.number for t in fitting], [
         Observation(-1 - i, t.config,
                     t.best_value if t.state in (TRIAL_COMPLETED, TRIAL_PRUNED) else None,
                     t.state, curve=t.curve(parent.metric)) for i, t in enumerate(fitting)]
@@ -236,11 +244,25 @@ def _warm_start_trials(spec: StudySpec, store: Store) -> tuple[int, list[Observa
 
 def _warm_start(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher
                 ) -> StudyRecord:
-    """Feed the warm-start study's trials to ``searcher`` and record what was used."""
-    finished, observations = _warm_start_trials(spec, store)
+    """Feed the warm-start study's trials to ``searcher`` and record which were used. A resume
+    feeds the trials chosen the first time, so the searcher proposes as it would have; if that
+    study is gone by then, the resume goes on without it (a warning says so)."""
+    recorded = study.provenance.get("warm_start")
+    only = recorded.get("numbers") if recorded else None
+    try:
+        finished, numbers, observations = _warm_start_trials(spec, store, study.owner, only)
+    except NotFoundError:
+        if recorded is None:
+            raise
+        logging.getLogger(__name__).warning(
+            "warm_start.study %r is no longer in the store: resuming without it",
+            spec.warm_start)
+        record = {**recorded, "used_on_resume": 0}
+        return store.update_study(study.name,
+                                  provenance={**study.provenance, "warm_start": record})
     used = searcher.warm_start(observations)
     record = {"study": spec.warm_start, "finished_trials": finished,
-              "fitting_trials": len(observations), "used": used}
+              "fitting_trials": len(observations), "used": used, "numbers": numbers}
     return store.update_study(study.name, provenance={**study.provenance, "warm_start": record})
 
 

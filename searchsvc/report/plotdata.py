@@ -192,12 +192,13 @@ class ReportPlots:
 def report_plots(spec: StudySpec, trials: Sequence[TrialRecord],
                  analysis: StudyAnalysis) -> ReportPlots:
     """The data of every plot of the report of ``trials`` analysed as ``analysis``."""
+    search = [t for t in trials if t.repeat_of is None]  # repeats: in the curves' bands only
     return ReportPlots(
-        axes=axis_plots(spec, trials, analysis.boundaries),
+        axes=axis_plots(spec, search, analysis.boundaries),
         isolation=isolation_plots(spec, analysis),
         curves=curve_plot(spec, trials, analysis),
         importance=importance_plot(analysis),
-        parallel=parallel_plot(spec, trials),
+        parallel=parallel_plot(spec, search),
         rungs=rung_plot(analysis),
         lineage=lineage_plot(trials, analysis),
     )

@@ -61,7 +61,7 @@ def write_report(store: Store, study_name: str, out_dir: str | Path | None = Non
     folder = Path(out_dir or study.results_dir or searchsvc_home() / "results" / study.name)
     folder.mkdir(parents=True, exist_ok=True)
     analysis = analyze(study, spec, trials, events, top_fraction=top_fraction,
-                       parent=_parent(store, spec))
+                       parent=_parent(store, spec, study.owner))
     files: dict[str, Path] = {"csv": folder / "trials.csv",
                               "next_study": folder / "next_study.yaml"}
     write_trials_csv(trials, files["csv"])
@@ -82,11 +82,16 @@ def write_report(store: Store, study_name: str, out_dir: str | Path | None = Non
     return ReportFiles(folder, files)
 
 
-def _parent(store: Store, spec: StudySpec) -> tuple[StudyRecord, list[TrialRecord]] | None:
-    """The study ``spec`` was made from and its trials, when it is in ``store``."""
+def _parent(store: Store, spec: StudySpec, owner: str | None
+            ) -> tuple[StudyRecord, list[TrialRecord]] | None:
+    """The study ``spec`` was made from and its trials, when it is in ``store`` and belongs to
+    the same ``owner`` (the service's user; None from the command line)."""
     if not spec.parent or spec.parent == spec.name:
         return None
     try:
-        return store.get_study(spec.parent), store.get_trials(spec.parent)
+        parent = store.get_study(spec.parent)
     except NotFoundError:
         return None  # deleted, or made in another store: nothing to compare with
+    if parent.owner != owner:
+        return None  # another user's study is not this user's to see
+    return parent, store.get_trials(spec.parent)

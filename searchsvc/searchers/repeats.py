@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from searchsvc.core import TRIAL_COMPLETED, TrialRecord, is_finite_number
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_PRUNED, TrialRecord, is_finite_number
 from searchsvc.searchers.base import NoOptions, Proposal, Searcher
 from searchsvc.searchers.space import Arm, trial_seed
 from searchsvc.spec import Noise, StudySpec
@@ -36,14 +36,18 @@ def planned_repeats(noise: Noise | None, arms: int) -> int:
 def plan_repeats(spec: StudySpec, noise: Noise, arms: Sequence[Arm],
                  trials: Sequence[TrialRecord], first: int) -> list[Proposal]:
     """The repeat proposals for the finished search ``trials``: per arm, the ``top_k`` best
-    trials that ran their whole budget (completed, finite value; pruned ones were judged on
-    less training), each with ``seeds`` new seeds."""
+    trials, each with ``seeds`` new seeds. Trials that ran their whole budget (completed) come
+    first, best first; an arm with fewer of them fills up with its best pruned trials (judged
+    on less training, but a multi-fidelity search can prune a whole weak arm, which would
+    otherwise go unmeasured). Repeats always run the whole budget."""
     sign = 1 if spec.mode == "min" else -1
     plan = []
     for a, arm in enumerate(arms):
-        mine = [t for t in trials if t.repeat_of is None and t.state == TRIAL_COMPLETED
+        mine = [t for t in trials if t.repeat_of is None
+                and t.state in (TRIAL_COMPLETED, TRIAL_PRUNED)
                 and is_finite_number(t.best_value) and dict(t.arm) == dict(arm.values)]
-        mine.sort(key=lambda t: (sign * float(t.best_value or 0.0), t.number))
+        mine.sort(key=lambda t: (t.state != TRIAL_COMPLETED, sign * float(t.best_value or 0.0),
+                                 t.number))
         for rank, original in enumerate(mine[:noise.top_k]):
             for s in range(noise.seeds):
                 number = first + (a * noise.top_k + rank) * noise.seeds + s

@@ -54,7 +54,8 @@ def limit_issues(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> list[S
     """The ways ``spec`` exceeds ``limits``, each located at the field to change and naming the
     limit. Costs time linear in the number of parameters, whatever sizes they describe."""
     return [*_parameter_issues(spec, limits), *_trial_issues(spec, limits),
-            *_arm_issues(spec, limits), *_grid_issues(spec, limits)]
+            *_arm_issues(spec, limits), *_grid_issues(spec, limits),
+            *_repeat_issues(spec, limits)]
 
 
 def _parameter_issues(spec: StudySpec, limits: SpecLimits) -> list[SpecIssue]:
@@ -83,6 +84,26 @@ def _arm_issues(spec: StudySpec, limits: SpecLimits) -> list[SpecIssue]:
     return [spec.source.issue(("parameters",), f"the scientific parameters have "
                               f"{_product_text(known)} combinations, over the limit "
                               f"max_arms = {limits.max_arms}")]
+
+
+def _repeat_issues(spec: StudySpec, limits: SpecLimits) -> list[SpecIssue]:
+    """Seed repeats are trials too: the search's and the most repeats together (every arm's
+    top_k configurations, seeds each) must stay within max_trials."""
+    counts = [value_count(p) for p in spec.scientific]
+    if spec.noise is None or any(c is None for c in counts):
+        return []
+    known = [c for c in counts if c is not None]
+    if _exceeds(known, limits.max_arms):
+        return []  # reported by _arm_issues
+    arms = math.prod(known)
+    repeats = arms * spec.noise.top_k * spec.noise.seeds
+    total = (spec.budget.trials or 0) + repeats
+    if total <= limits.max_trials:
+        return []
+    return [spec.source.issue(("noise",), f"the seed repeats add {repeats} trials ({arms} "
+                              f"combinations x top_k {spec.noise.top_k} x seeds "
+                              f"{spec.noise.seeds}), {total} in all, over the limit max_trials "
+                              f"= {limits.max_trials}")]
 
 
 def _grid_issues(spec: StudySpec, limits: SpecLimits) -> list[SpecIssue]:

@@ -228,9 +228,9 @@ class Checkpoints:
 
 @dataclass(frozen=True)
 class Noise:
-    """Seed repeats after the search: each arm's ``top_k`` best configurations (of trials that
-    ran their full budget) run again with ``seeds`` new seeds each. ``explicit``: the study
-    file asked for them (rather than getting the default)."""
+    """Seed repeats after the search: each arm's ``top_k`` best configurations (completed
+    trials first, then pruned ones) run again with ``seeds`` new seeds each, for their whole
+    budget. ``explicit``: the study file asked for them (rather than getting the default)."""
 
     top_k: int = 2
     seeds: int = 3

@@ -90,3 +90,18 @@ def test_arms_with_different_noise_are_judged_on_their_own_noise() -> None:
 
 def test_no_estimate_without_two_finished_repeats_of_one_config() -> None:
     assert estimate_noise([_repeat(5, 0, 1.0, "a"), _repeat(6, 1, 1.2, "a")]) is None
+
+
+def test_the_best_trials_are_the_searchs_not_a_lucky_repeat() -> None:
+    from searchsvc.analysis import summarize
+    from searchsvc.core import STUDY_COMPLETED, StudyRecord
+
+    study = StudyRecord(id=1, name="s", state=STUDY_COMPLETED, metric="loss", mode="min",
+                        searcher="random", spec_text="", spec_file="s.yaml", created_at=0.0)
+    trials = [_repeat(0, 0, 0.5, "a"), _repeat(1, 0, 0.1, "a")]
+    trials[0] = TrialRecord(id=0, study_id=1, number=0, state=TRIAL_COMPLETED,
+                            config={"variant": "a", "x": 0.5}, arm={"variant": "a"}, seed=0,
+                            best_value=0.5)
+    summary = summarize(study, trials)
+    assert [t.number for t in summary.best_trials] == [0]  # repeat 1 (0.1) is not a new best
+    assert summary.counts[TRIAL_COMPLETED] == 2  # but it is counted

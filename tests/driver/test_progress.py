@@ -23,3 +23,12 @@ def test_a_second_start_only_announces_the_repeats(live: bool) -> None:
     text = stream.getvalue()
     assert "seed repeats: 4 trials" in text
     assert text.count("10 trials, 0 already finished") == (0 if live else 1)
+
+
+def test_a_study_resumed_mid_repeat_announces_them_at_its_first_start() -> None:
+    stream = io.StringIO()
+    progress = Progress("s", 10, "loss", "min", finished_before=8, stream=stream, live=False)
+    progress.start("seed repeats: 2 trials rerun the best configurations with new seeds")
+    progress.stop()
+    assert "10 trials, 8 already finished" in stream.getvalue()
+    assert "seed repeats: 2 trials" in stream.getvalue()

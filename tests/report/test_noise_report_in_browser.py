@@ -17,7 +17,8 @@ from tests.browser import launch, screenshot_dir, watched_page
 pytestmark = pytest.mark.slow
 
 
-def store_simulated(store: Store, name: str, seed: int, extra: str = "") -> None:
+def store_simulated(store: Store, name: str, seed: int, extra: str = "",
+                    owner: str | None = None) -> None:
     """A finished planted-noise study (3-step curves ending at each trial's value)."""
     text = (planted_text(2, 3).replace("study: planted-noise", f"study: {name}")
             + f"seed: {seed}\n" + extra)
@@ -25,7 +26,7 @@ def store_simulated(store: Store, name: str, seed: int, extra: str = "") -> None
     record = store.create_study(name=name, metric="loss", mode="min", searcher="random",
                                 spec_text=text, spec_file=f"{name}.yaml",
                                 total_trials=len(simulated.trials), results_dir=None,
-                                provenance={})
+                                provenance={}, owner=owner)
     for t in simulated.trials:
         started = store.start_trial(record.id, number=t.number, config=t.config, arm=t.arm,
                                     seed=t.seed, repeat_of=t.repeat_of)
@@ -75,3 +76,14 @@ def test_a_parent_missing_from_the_store_gives_no_comparison_section(tmp_path: P
     assert any(t.repeat_of is not None for t in trials)
     html = write_report(store, "alone", tmp_path / "r").files["html"].read_text()
     assert 'id="noise"' in html and 'id="comparison"' not in html  # parent not in this store
+
+
+def test_another_users_study_named_as_parent_is_not_compared(tmp_path: Path) -> None:
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    store_simulated(store, "adas", seed=1, owner="ada")
+    store_simulated(store, "bobs", seed=2, extra="parent: adas\n", owner="bob")
+    store_simulated(store, "adas-next", seed=3, extra="parent: adas\n", owner="ada")
+    assert 'id="comparison"' not in write_report(store, "bobs", tmp_path / "b").files[
+        "html"].read_text()
+    assert 'id="comparison"' in write_report(store, "adas-next", tmp_path / "a").files[
+        "html"].read_text()

@@ -241,3 +241,14 @@ def test_a_long_chain_of_conditions_is_ordered_without_recursion() -> None:
     spec = parse_spec(study(chain))  # parses; max_parameters is a validation limit
     assert spec.parameter_order == tuple(f"p{i}" for i in reversed(range(3000)))
     assert refused(study(chain))[0].endswith("over the limit max_parameters = 1000 (got 3000)")
+
+
+def test_seed_repeats_count_against_max_trials() -> None:
+    arms = "  s: {role: scientific, values: [1, 2, 3, 4, 5]}\n" + ints(1)
+    text = study(arms, budget="{trials: 40}") + "noise: {top_k: 20, seeds: 50}\n"
+    assert refused(text, SpecLimits(max_trials=1000)) == [
+        "study.yaml:10: noise: the seed repeats add 5000 trials (5 combinations x top_k 20 x "
+        "seeds 50), 5040 in all, over the limit max_trials = 1000"]
+    # The default 2 x 3 repeats: 5 x 6 = 30 more, 70 in all.
+    assert validate_text(study(arms, budget="{trials: 40}"), limits=SpecLimits(max_trials=70))
+    assert refused(study(arms, budget="{trials: 40}"), SpecLimits(max_trials=69))
