@@ -37,7 +37,8 @@ def test_a_keras_tuner_hypermodel_runs_as_a_quasi_random_study_with_the_full_rep
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     run(SPACE.read_text(), store)
     trials = store.get_trials("keras_digits", measurements=True)
-    assert [t.state for t in trials] == [TRIAL_COMPLETED] * 8
+    assert [t.state for t in trials] == [TRIAL_COMPLETED] * (8 + 4)  # search, 2 x 1 x 2 repeats
+    assert [t.repeat_of is not None for t in trials] == [False] * 8 + [True] * 4
     for t in trials:
         assert [m.step for m in t.measurements] == [1, 2, 3, 4]  # every epoch reported
         assert {"accuracy", "loss", "val_accuracy", "val_loss"} <= set(t.measurements[0].metrics)
@@ -51,6 +52,10 @@ def test_a_keras_tuner_hypermodel_runs_as_a_quasi_random_study_with_the_full_rep
     data = json.loads(files.files["json"].read_text())
     assert [i["parameter"] for i in data["isolation"]] == ["activation"]
     assert {p["value"] for p in data["isolation"][0]["points"]} == {"relu", "tanh"}
+    # Judged on the seed repeats (each value's best config, 2 seeds), not the proxy.
+    assert data["isolation"][0]["method"] == "tukey_kramer_pooled_seed_noise" or data[
+        "isolation"][0]["method"] == "welch_bonferroni_per_arm_noise"
+    assert all(p["repeats"] == 2 for p in data["isolation"][0]["points"])
 
 
 def test_asha_stops_keras_trials_between_epochs(ray_local, tmp_path: Path) -> None:
