@@ -89,14 +89,9 @@ class Study:
     def report(self, *, top_fraction: float = 0.2) -> StudyAnalysis:
         """The findings (boundary checks, isolation, curves, importance, next study) as typed
         objects: the data report.json holds. Writes nothing; :meth:`write_report` does."""
-        from searchsvc.analysis import analyze
-        from searchsvc.analysis.curves import curve_candidates
+        from searchsvc.report.writer import analyze_stored
 
-        record = self.record
-        wanted = {t.number for t in curve_candidates(self.trials, record.mode)}
-        trials = self.store.get_trials(self.name, measurements=wanted)
-        return analyze(record, self.spec, trials, self.store.get_events(self.name),
-                       top_fraction=top_fraction)
+        return analyze_stored(self.store, self.record, self.spec, top_fraction)[1]
 
     def write_report(self, out_dir: str | Path | None = None) -> Path:
         """Write the report files (as ``searchsvc report``); the main file's path."""

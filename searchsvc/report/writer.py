@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from searchsvc.analysis import analyze
+from searchsvc.analysis import StudyAnalysis, analyze
 from searchsvc.analysis.curves import curve_candidates
 from searchsvc.core import StudyRecord, TrialRecord
 from searchsvc.errors import NotFoundError, SearchsvcError
@@ -49,19 +49,10 @@ def write_report(store: Store, study_name: str, out_dir: str | Path | None = Non
     if not 0 < top_fraction <= 1:
         raise SearchsvcError(f"top fraction must be in (0, 1] (got {top_fraction})")
     study = store.get_study(study_name)
-    # Only the curves of each arm's best trials are analysed and drawn: loading every
-    # measurement of a 10,000-trial study would take most of the report's time.
-    trials = store.get_trials(study_name)
-    wanted = {t.number for t in curve_candidates([t for t in trials if t.repeat_of is None],
-                                                 study.mode)}
-    wanted |= {t.number for t in trials if t.repeat_of in wanted}  # their noise bands
-    trials = store.get_trials(study_name, measurements=wanted)
-    events = store.get_events(study_name)
     spec = spec or spec_of(study)
+    trials, analysis = analyze_stored(store, study, spec, top_fraction)
     folder = Path(out_dir or study.results_dir or searchsvc_home() / "results" / study.name)
     folder.mkdir(parents=True, exist_ok=True)
-    analysis = analyze(study, spec, trials, events, top_fraction=top_fraction,
-                       parent=_parent(store, spec, study.owner))
     files: dict[str, Path] = {"csv": folder / "trials.csv",
                               "next_study": folder / "next_study.yaml"}
     write_trials_csv(trials, files["csv"])
@@ -80,6 +71,23 @@ def write_report(store: Store, study_name: str, out_dir: str | Path | None = Non
         files["html"] = folder / "report.html"
         files["html"].write_text(render_html(study, spec, analysis, plots))
     return ReportFiles(folder, files)
+
+
+def analyze_stored(store: Store, study: StudyRecord, spec: StudySpec,
+                   top_fraction: float = 0.2) -> tuple[list[TrialRecord], StudyAnalysis]:
+    """The trials a report needs (measurements only for the curves it diagnoses and draws)
+    and their analysis, with the parent study's comparison: what every report and the Python
+    API's ``Study.report()`` show."""
+    # Only the curves of each arm's best trials are analysed and drawn: loading every
+    # measurement of a 10,000-trial study would take most of the report's time.
+    trials = store.get_trials(study.name)
+    wanted = {t.number for t in curve_candidates([t for t in trials if t.repeat_of is None],
+                                                 study.mode)}
+    wanted |= {t.number for t in trials if t.repeat_of in wanted}  # their noise bands
+    trials = store.get_trials(study.name, measurements=wanted)
+    analysis = analyze(study, spec, trials, store.get_events(study.name),
+                       top_fraction=top_fraction, parent=_parent(store, spec, study.owner))
+    return trials, analysis
 
 
 def _parent(store: Store, spec: StudySpec, owner: str | None
