@@ -62,9 +62,9 @@ class Study:
         """The search's completed and pruned trials with a finite value, best first (ties by
         number): the ranking of the report's best trials (seed repeats are in
         :meth:`trials` and the report's ``noise``)."""
-        from searchsvc.analysis.trials import ranked
+        from searchsvc.analysis.trials import ranked, search_trials
 
-        return ranked([t for t in self.trials if t.repeat_of is None], self.record.mode)
+        return ranked(search_trials(self.trials), self.record.mode)
 
     def trials_dataframe(self) -> pd.DataFrame:
         """One row per trial, its config flattened into columns: the table of trials.csv."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from scipy import stats
 
 from searchsvc.analysis.noise import CONFIDENCE, best_group, estimate_noise, estimate_of
-from searchsvc.analysis.trials import ranked
+from searchsvc.analysis.trials import ranked, search_trials
 from searchsvc.core import StudyRecord, TrialRecord
 
 COMPARE_IMPROVED = "improved"
@@ -57,7 +57,7 @@ class Comparison:
 
 def study_best(study: StudyRecord, trials: Sequence[TrialRecord]) -> StudyBest:
     noise = estimate_noise(trials)
-    search = ranked([t for t in trials if t.repeat_of is None], study.mode)
+    search = ranked(search_trials(trials), study.mode)
     top = search[0] if search else None
     if noise is None or not noise.groups:
         return StudyBest(study.name, top.number if top else None,

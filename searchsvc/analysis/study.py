@@ -19,7 +19,7 @@ from searchsvc.analysis.next_study import NextStudy, suggest_next_study
 from searchsvc.analysis.noise import NoiseEstimate, estimate_noise
 from searchsvc.analysis.schedulers import Exploit, Rung, lineage, rungs
 from searchsvc.analysis.summary import StudySummary, summarize
-from searchsvc.analysis.trials import ranked
+from searchsvc.analysis.trials import ranked, search_trials
 from searchsvc.core import StudyRecord, TrialEvent, TrialRecord
 from searchsvc.spec import StudySpec
 
@@ -47,7 +47,7 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
     own trials drive every finding about the space; seed repeats (``repeat_of``) measure the
     noise the scientific verdicts are judged against, and are counted in the summary."""
     summary = summarize(study, trials)
-    search = [t for t in trials if t.repeat_of is None]
+    search = search_trials(trials)
     noise = estimate_noise(trials)
     boundaries = check_boundaries(spec, search, top_fraction)
     isolation = isolate(spec, search, noise)

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchsvc.analysis.trials import ranked
+from searchsvc.analysis.trials import ranked, search_trials
 from searchsvc.core import (
     TRIAL_COMPLETED,
     TRIAL_FAILED,
@@ -66,6 +66,5 @@ def summarize(study: StudyRecord, trials: Sequence[TrialRecord], k: int = 5) -> 
         # The search's trials only: a seed repeat's value is one more draw of a config
         # already ranked, and the best of several draws is the luckiest seed, not a better
         # config (the seed-noise section judges repeats).
-        best_trials=tuple(best_trials([t for t in trials if t.repeat_of is None], study.mode,
-                                      k)),
+        best_trials=tuple(best_trials(search_trials(trials), study.mode, k)),
     )

@@ -8,6 +8,12 @@ from collections.abc import Sequence
 from searchsvc.core import TRIAL_COMPLETED, TRIAL_PRUNED, TrialRecord
 
 
+def search_trials(trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The search's own trials: every trial but the seed repeats (``repeat_of``), which rerun
+    a ranked config with a new seed and are judged apart (:mod:`searchsvc.analysis.noise`)."""
+    return [t for t in trials if t.repeat_of is None]
+
+
 def rank_key(trial: TrialRecord, mode: str) -> tuple[float, int]:
     value = trial.best_value if trial.best_value is not None else math.inf
     return (value if mode == "min" else -value, trial.number)

@@ -26,6 +26,7 @@ from searchsvc.core import (
     TRIAL_INFEASIBLE,
     TRIAL_PRUNED,
     StudyRecord,
+    TrialRecord,
 )
 from searchsvc.driver.progress import Progress
 from searchsvc.errors import ConflictError, NotFoundError, RunnerError
@@ -141,10 +142,7 @@ def run_study(name: str, store: Store, options: RunOptions, *,
     total = searched + planned_repeats(noise, len(searcher.arms))
     # As the live study told its searcher: a value only for trials that ended with one.
     # Repeats are not the searcher's proposals: it never sees them.
-    history = [Observation(t.number, t.config,
-                           t.best_value if t.state in (TRIAL_COMPLETED, TRIAL_PRUNED) else None,
-                           t.state,
-                           curve=t.curve(study.metric)) for t in trials
+    history = [_observation(t, t.number, study.metric) for t in trials
                if t.finished and t.repeat_of is None]
     if spec.warm_start:
         study = _warm_start(spec, study, store, searcher)
@@ -237,9 +235,13 @@ def _warm_start_trials(spec: StudySpec, store: Store, owner: str | None = None,
     fitting = [t for t in finished if fits_space(spec, t.config)
                and (only is None or t.number in only)]
     return len(finished), [t.number for t in fitting], [
-        Observation(-1 - i, t.config,
-                    t.best_value if t.state in (TRIAL_COMPLETED, TRIAL_PRUNED) else None,
-                    t.state, curve=t.curve(parent.metric)) for i, t in enumerate(fitting)]
+        _observation(t, -1 - i, parent.metric) for i, t in enumerate(fitting)]
+
+
+def _observation(trial: TrialRecord, number: int, metric: str) -> Observation:
+    """A finished trial as its searcher saw it live: a value only when it ended with one."""
+    value = trial.best_value if trial.state in (TRIAL_COMPLETED, TRIAL_PRUNED) else None
+    return Observation(number, trial.config, value, trial.state, curve=trial.curve(metric))
 
 
 def _warm_start(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher

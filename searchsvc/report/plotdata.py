@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from searchsvc.analysis import BoundaryCheck, StudyAnalysis
-from searchsvc.analysis.trials import arm_label, ranked
+from searchsvc.analysis.trials import arm_label, ranked, search_trials
 from searchsvc.core import TRIAL_INFEASIBLE, Curve, TrialRecord, is_finite_number
 from searchsvc.spec import ChoiceParameter, RangeParameter, StudySpec
 
@@ -192,7 +192,7 @@ class ReportPlots:
 def report_plots(spec: StudySpec, trials: Sequence[TrialRecord],
                  analysis: StudyAnalysis) -> ReportPlots:
     """The data of every plot of the report of ``trials`` analysed as ``analysis``."""
-    search = [t for t in trials if t.repeat_of is None]  # repeats: in the curves' bands only
+    search = search_trials(trials)  # repeats: in the curves' bands only
     return ReportPlots(
         axes=axis_plots(spec, search, analysis.boundaries),
         isolation=isolation_plots(spec, analysis),

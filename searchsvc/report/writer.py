@@ -10,6 +10,7 @@ from pathlib import Path
 
 from searchsvc.analysis import StudyAnalysis, analyze
 from searchsvc.analysis.curves import curve_candidates
+from searchsvc.analysis.trials import search_trials
 from searchsvc.core import StudyRecord, TrialRecord
 from searchsvc.errors import NotFoundError, SearchsvcError
 from searchsvc.report.data import report_data
@@ -81,8 +82,7 @@ def analyze_stored(store: Store, study: StudyRecord, spec: StudySpec,
     # Only the curves of each arm's best trials are analysed and drawn: loading every
     # measurement of a 10,000-trial study would take most of the report's time.
     trials = store.get_trials(study.name)
-    wanted = {t.number for t in curve_candidates([t for t in trials if t.repeat_of is None],
-                                                 study.mode)}
+    wanted = {t.number for t in curve_candidates(search_trials(trials), study.mode)}
     wanted |= {t.number for t in trials if t.repeat_of in wanted}  # their noise bands
     trials = store.get_trials(study.name, measurements=wanted)
     analysis = analyze(study, spec, trials, store.get_events(study.name),
