@@ -17,6 +17,7 @@ from searchsvc.analysis.importance import parameter_importance
 from searchsvc.analysis.isolation import VERDICT_DIFFERS, VERDICT_WITHIN_NOISE, Isolation, isolate
 from searchsvc.analysis.next_study import NextStudy, suggest_next_study
 from searchsvc.analysis.noise import NoiseEstimate, estimate_noise
+from searchsvc.analysis.pareto import ParetoAnalysis, analyze_objectives
 from searchsvc.analysis.schedulers import Exploit, Rung, lineage, rungs
 from searchsvc.analysis.summary import StudySummary, summarize
 from searchsvc.analysis.trials import ranked, search_trials
@@ -37,6 +38,9 @@ class StudyAnalysis:
     next_study: NextStudy
     noise: NoiseEstimate | None = None  # measured from seed repeats (None: no repeats)
     comparison: Comparison | None = None  # against the study this one was made from
+    # Several objectives or constraints: the front, hypervolume, feasibility, and the checks
+    # per objective (None for a single unconstrained metric).
+    objectives: ParetoAnalysis | None = None
 
 
 def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
@@ -59,6 +63,9 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
     findings = _findings(summary, boundaries, isolation, curves, importance)
     findings[1:1] = _noise_findings(noise)
     comparison = compare(parent[0], parent[1], study, trials) if parent else None
+    objectives = analyze_objectives(spec, trials, top_fraction)
+    if objectives is not None:
+        findings[1:1] = _objective_findings(objectives)
     warm = study.provenance.get("warm_start")
     if warm:
         findings.insert(1, f"Warm start: {warm['used']} of study {warm['study']!r}'s "
@@ -69,7 +76,30 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
                         f"{comparison.detail}.")
     return StudyAnalysis(summary, tuple(boundaries), tuple(isolation), tuple(curves),
                          importance, tuple(rungs(search, events)), tuple(lineage(events)),
-                         tuple(findings), next_study, noise, comparison)
+                         tuple(findings), next_study, noise, comparison, objectives)
+
+
+def _objective_findings(pareto: ParetoAnalysis) -> list[str]:
+    out = []
+    if len(pareto.objectives) > 1:
+        names = " and ".join(f"{o.name} ({o.mode})" for o in pareto.objectives)
+        feasible = sum(p.feasible for p in pareto.points)
+        if pareto.front:
+            last = pareto.hypervolume[-1][1] if pareto.hypervolume else 0.0
+            out.append(f"Pareto front of {names}: {len(pareto.front)} of {feasible} feasible "
+                       f"trials (trials {', '.join(map(str, pareto.front))}); hypervolume "
+                       f"{last:.4g} against the reference point "
+                       f"{tuple(round(v, 4) for v in pareto.reference_point or ())}.")
+        else:
+            out.append(f"No feasible trial reported every objective ({names}): no Pareto "
+                       "front yet.")
+    for c in pareto.constraints:
+        text = (f"Constraint {c.constraint.describe()}: {c.satisfied} trials satisfy it, "
+                f"{c.violated} violate it")
+        if c.unreported:
+            text += f", {c.unreported} never reported {c.constraint.metric} (infeasible)"
+        out.append(text + ".")
+    return out
 
 
 def _noise_findings(noise: NoiseEstimate | None) -> list[str]:

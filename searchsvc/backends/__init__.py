@@ -40,6 +40,10 @@ def check_backend(spec: StudySpec) -> list[SpecIssue]:
     cls = _REGISTRY[spec.backend]
     issues = (options_issues(cls.Options, spec.backend_options, spec.source, "backend_options")
               or cls.check(spec))
+    if spec.multi_objective and cls.runs_own_search:
+        issues = [*issues, spec.source.issue(
+            ("metrics",), f"backend '{cls.name}' runs its own search on one metric; a "
+            "multi-objective study needs backend 'ray'")]
     if spec.noise is not None and spec.noise.explicit and cls.runs_own_search:
         issues = [*issues, spec.source.issue(
             ("noise",), f"backend '{cls.name}' runs its own search, which cannot rerun a trial "

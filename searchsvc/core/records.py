@@ -50,6 +50,9 @@ class TrialRecord:
     checkpoints: tuple[str, ...] = ()
     measurements: tuple[Measurement, ...] = ()
     repeat_of: int | None = None  # a seed repeat: the number of the trial whose config it reruns
+    # The last finite value of every metric the trial reported (its final measurement):
+    # what multi-objective studies and constraints judge it on. Recorded when it finishes.
+    final_metrics: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:

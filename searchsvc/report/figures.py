@@ -13,9 +13,11 @@ from searchsvc.report.plotdata import (
     AxisPlot,
     BarPlot,
     CurvePlot,
+    HypervolumePlot,
     IsolationPlot,
     LineagePlot,
     ParallelPlot,
+    ParetoPlot,
     ReportPlots,
     RungPlot,
 )
@@ -35,6 +37,8 @@ def report_figures(plots: ReportPlots) -> dict[str, list[tuple[str, go.Figure]]]
         return [f for f in figures if f is not None]
 
     return {
+        "pareto": drawn(_keyed(plots.pareto, pareto_figure),
+                        _keyed(plots.hypervolume, hypervolume_figure)),
         "isolation": [(p.key, isolation_figure(p)) for p in plots.isolation],
         "axes": [(p.key, axis_figure(p)) for p in plots.axes],
         "curves": drawn(_keyed(plots.curves, curve_figure)),
@@ -120,6 +124,33 @@ def curve_figure(plot: CurvePlot) -> go.Figure:
                                      hovertext=line.best_text))
     fig.update_layout(title=plot.title, xaxis_title=plot.x_label, yaxis_title=plot.y_label,
                       **{**LAYOUT, "height": 420})
+    return fig
+
+
+def pareto_figure(plot: ParetoPlot) -> go.Figure:
+    """Each arm's trials as points, its front as a step line; infeasible trials as crosses."""
+    fig = go.Figure()
+    for arm in plot.arms:
+        fig.add_trace(go.Scatter(x=arm.x, y=arm.y, text=arm.text, mode="markers",
+                                 name=arm.name, marker=dict(size=7, opacity=0.7)))
+    for front in plot.fronts:
+        fig.add_trace(go.Scatter(x=front.x, y=front.y, text=front.text, mode="lines+markers",
+                                 name=front.name, line=dict(shape="hv", width=2),
+                                 marker=dict(size=10, symbol="diamond-open")))
+    if plot.infeasible is not None:
+        bad = plot.infeasible
+        fig.add_trace(go.Scatter(x=bad.x, y=bad.y, text=bad.text, mode="markers",
+                                 name=bad.name, marker=dict(symbol="x", color="red", size=8)))
+    fig.update_layout(title=plot.title, xaxis_title=plot.x_label, yaxis_title=plot.y_label,
+                      **{**LAYOUT, "height": 450})
+    return fig
+
+
+def hypervolume_figure(plot: HypervolumePlot) -> go.Figure:
+    fig = go.Figure(go.Scatter(x=plot.trials, y=plot.values, mode="lines+markers",
+                               line=dict(shape="hv"), name="hypervolume"))
+    fig.update_layout(title=plot.title, xaxis_title="trials finished",
+                      yaxis_title="hypervolume", **LAYOUT)
     return fig
 
 

@@ -106,6 +106,30 @@ class CurvePlot:
 
 
 @dataclass(frozen=True)
+class ParetoPlot:
+    """The first two objectives against each other: each arm's feasible trials, its front as
+    a step line through them, and infeasible trials (a constraint violated) apart."""
+
+    key: str
+    title: str
+    x_label: str
+    y_label: str
+    arms: tuple[Series, ...]
+    fronts: tuple[Series, ...]  # one per arm, sorted along x
+    infeasible: Series | None
+
+
+@dataclass(frozen=True)
+class HypervolumePlot:
+    """The hypervolume of the feasible front after each finished trial."""
+
+    key: str
+    title: str
+    trials: tuple[int, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
 class BarPlot:
     """Horizontal bars: ``values[i]`` (a fraction) for ``labels[i]``, smallest first."""
 
@@ -187,6 +211,8 @@ class ReportPlots:
     parallel: ParallelPlot | None
     rungs: RungPlot | None
     lineage: LineagePlot | None
+    pareto: ParetoPlot | None = None
+    hypervolume: HypervolumePlot | None = None
 
 
 def report_plots(spec: StudySpec, trials: Sequence[TrialRecord],
@@ -201,7 +227,48 @@ def report_plots(spec: StudySpec, trials: Sequence[TrialRecord],
         parallel=parallel_plot(spec, search),
         rungs=rung_plot(analysis),
         lineage=lineage_plot(trials, analysis),
+        pareto=pareto_plot(analysis),
+        hypervolume=hypervolume_plot(analysis),
     )
+
+
+def pareto_plot(analysis: StudyAnalysis) -> ParetoPlot | None:
+    """The front of a study with two or more objectives (the first two are drawn)."""
+    pareto = analysis.objectives
+    if pareto is None or len(pareto.objectives) < 2 or not pareto.points:
+        return None
+    first, second = pareto.objectives[0], pareto.objectives[1]
+
+    def series(name: str, points: Sequence[Any]) -> Series:
+        return Series(name, tuple(p.values[0] for p in points), tuple(p.values[1] for p in points),
+                      tuple(f"trial {p.number}" + (f" ({p.arm})" if p.arm else "")
+                            for p in points))
+
+    arms: dict[str, list[Any]] = {}
+    for p in pareto.points:
+        if p.feasible:
+            arms.setdefault(p.arm, []).append(p)
+    by_number = {p.number: p for p in pareto.points}
+    fronts = tuple(series(f"{arm or 'all'}: front",
+                          sorted((by_number[n] for n in pareto.arm_fronts.get(arm, ())),
+                                 key=lambda p: p.values[0]))
+                   for arm in arms)
+    bad = [p for p in pareto.points if not p.feasible]
+    return ParetoPlot(
+        key="pareto", title=f"Pareto front: {first.name} ({first.mode}) against "
+        f"{second.name} ({second.mode})", x_label=first.name, y_label=second.name,
+        arms=tuple(series(arm or "trials", points) for arm, points in arms.items()),
+        fronts=fronts,
+        infeasible=series("infeasible (a constraint violated)", bad) if bad else None)
+
+
+def hypervolume_plot(analysis: StudyAnalysis) -> HypervolumePlot | None:
+    pareto = analysis.objectives
+    if pareto is None or len(pareto.objectives) < 2 or not pareto.hypervolume:
+        return None
+    return HypervolumePlot(key="hypervolume", title="Hypervolume of the feasible front",
+                           trials=tuple(n for n, _ in pareto.hypervolume),
+                           values=tuple(v for _, v in pareto.hypervolume))
 
 
 def axis_plots(spec: StudySpec, trials: Sequence[TrialRecord],

@@ -22,8 +22,11 @@ def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any
     None where a trial has no value (written as an empty cell). ``repeat_of``: for a seed
     repeat, the number of the trial it reruns."""
     params = parameter_names(trials)
-    header = ["number", "state", "best_value", "best_step", "last_step", "seed", "attempts",
-              "duration_s", "node", "repeat_of", *params, "error"]
+    fixed = ["number", "state", "best_value", "best_step", "last_step", "seed", "attempts",
+             "duration_s", "node", "repeat_of"]
+    # Every metric's final value, as ``final_<metric>`` (a metric may share a parameter's name).
+    metrics = list(dict.fromkeys(m for t in trials for m in t.final_metrics))
+    header = [*fixed, *(f"final_{m}" for m in metrics), *params, "error"]
     rows = []
     for t in trials:
         duration = None
@@ -33,6 +36,7 @@ def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any
         rows.append([
             t.number, str(t.state), t.best_value, t.best_step or None, t.last_step or None,
             t.seed, t.attempts, duration, t.node or None, t.repeat_of,
+            *(t.final_metrics.get(m) for m in metrics),
             *(t.config.get(p) for p in params),
             error[-1] if error else None,
         ])

@@ -63,6 +63,12 @@ def check_spec(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> list[Spe
     cls = _REGISTRY[spec.searcher]
     issues = (options_issues(cls.Options, spec.searcher_options, spec.source,
                              "searcher_options") or cls.check(spec))
+    if spec.multi_objective and not cls.multi_objective:
+        multi = [n for n in searcher_names() if _REGISTRY[n].multi_objective]
+        issues = [*issues, spec.source.issue(
+            ("metrics",), f"searcher '{cls.name}' cannot search several objectives: "
+            f"{cls.single_objective_because}. Use one of {', '.join(multi)}, or a single "
+            "`metric`")]
     if spec.noise is not None and spec.noise.explicit and not cls.repeats_supported:
         issues = [*issues, spec.source.issue(
             ("noise",), f"{cls.no_repeats_because}: seed repeats are not possible with "

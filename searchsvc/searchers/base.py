@@ -53,6 +53,9 @@ class Observation:
     value: float | None  # best metric of the trial; None when it failed or was infeasible
     state: str
     curve: Curve = field(default_factory=Curve)  # (step, metric) as reported
+    # The last finite value of every metric reported: what multi-objective searchers and
+    # constraints judge the trial on.
+    final_metrics: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.curve, Curve):
@@ -89,6 +92,10 @@ class Searcher(ABC):
     # when not, ``no_repeats_because`` says why, for the study file's error message.
     repeats_supported: ClassVar[bool] = True
     no_repeats_because: ClassVar[str] = ""
+    # Whether it can search a study with several objectives (``metrics:``); when not,
+    # ``single_objective_because`` says why.
+    multi_objective: ClassVar[bool] = False
+    single_objective_because: ClassVar[str] = "it ranks trials by a single metric"
 
     def __init__(self, spec: StudySpec, options: BaseModel):
         self.spec = spec

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from searchsvc.errors import SpecIssue
 from searchsvc.searchers.base import Observation, Proposal, Searcher
 from searchsvc.searchers.models import ArmModel, create_model
 from searchsvc.searchers.simple import halton_points
@@ -20,6 +21,7 @@ from searchsvc.searchers.space import (
     nuisance_dimensions,
 )
 from searchsvc.searchers.space import trial_seed as _mix
+from searchsvc.spec import StudySpec
 
 # GP regression cost grows with dimensions and trials; past this TPE is the better default.
 AUTO_GP_MAX_DIMS = 12
@@ -28,8 +30,11 @@ AUTO_GP_MAX_DIMS = 12
 class BayesianOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    sampler: Literal["auto", "tpe", "gp", "hyperopt"] = Field(default="auto", description=(
-        "auto: Optuna GP for small spaces without conditions (sample-efficient), else TPE"))
+    sampler: Literal["auto", "tpe", "gp", "nsga2", "hyperopt"] = Field(
+        default="auto", description=(
+            "auto: Optuna GP for small spaces without conditions (sample-efficient), else "
+            "TPE; nsga2: Optuna's NSGA-II (multi-objective studies with many trials); "
+            "hyperopt: single objective without constraints only"))
     warmup: int | None = Field(default=None, ge=1, description=(
         "quasi-random trials per arm before the model proposes (default: a quarter of the "
         "arm's share, between 2 and 10)"))
@@ -40,6 +45,17 @@ class BayesianSearcher(Searcher):
     summary = ("model-based search per arm after a quasi-random warm-up: Optuna GP or TPE "
                "(auto picks), or hyperopt TPE")
     Options = BayesianOptions
+    multi_objective = True  # Optuna's multi-objective TPE, GP and NSGA-II
+
+    @classmethod
+    def check(cls, spec: StudySpec) -> list[SpecIssue]:
+        issues = super().check(spec)
+        if spec.searcher_options.get("sampler") == "hyperopt" and (
+                spec.multi_objective or spec.constraints):
+            issues.append(spec.source.issue(
+                ("searcher_options", "sampler"), "hyperopt's TPE takes one objective and no "
+                "constraints: use tpe, gp or nsga2", "hyperopt"))
+        return issues
 
     @property
     def warmup(self) -> int:
@@ -81,7 +97,7 @@ class BayesianSearcher(Searcher):
                 continue
             self.models[arm.index].tell(observation.number, observation.config,
                                         observation.value, observation.state,
-                                        observation.last_step)
+                                        observation.last_step, observation.final_metrics)
             self._warmed[arm.index] = self._warmed.get(arm.index, 0) + 1
             used += 1
         return used
@@ -101,4 +117,5 @@ class BayesianSearcher(Searcher):
     def observe(self, observation: Observation) -> None:
         arm, _ = self.arm_for(observation.number)
         self.models[arm.index].tell(observation.number, observation.config, observation.value,
-                                    observation.state, observation.last_step)
+                                    observation.state, observation.last_step,
+                                    observation.final_metrics)

@@ -39,6 +39,7 @@ class NasOptions(BaseModel):
 
 class NasSearcher(Searcher):
     name = "nas"
+    single_objective_because = "its evolution keeps the best architectures by one metric"
     summary = ("architecture search over conditional spaces: regularized (aging) evolution per "
                "arm, or Optuna TPE")
     Options = NasOptions

@@ -31,6 +31,7 @@ class KerasOracleOptions(BaseModel):
 
 class KerasTunerSearcher(Searcher):
     name = "keras_tuner"
+    single_objective_because = "KerasTuner's oracles optimise one objective"
     summary = "KerasTuner's own oracles (random, bayesian) per scientific arm"
     Options = KerasOracleOptions
 

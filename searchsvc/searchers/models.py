@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from searchsvc.core import TRIAL_COMPLETED, TRIAL_PRUNED
+from searchsvc.core.objectives import objective_values, violations
 from searchsvc.searchers.space import on_grid
 from searchsvc.spec import ChoiceParameter, Parameter, RangeParameter, StudySpec
 
@@ -29,8 +30,10 @@ class ArmModel(ABC):
 
     Contract: ``suggest(number)`` returns a value for every nuisance parameter that is active
     given ``context`` (the arm's fixed and scientific values) and the values chosen before it;
-    ``tell(number, values, value, state, last_step)`` is called once per finished trial, whether
-    or not this model suggested it. ``value`` is None unless the trial completed or was pruned.
+    ``tell(number, values, value, state, last_step, final_metrics)`` is called once per
+    finished trial, whether or not this model suggested it. ``value`` is None unless the trial
+    completed or was pruned; ``final_metrics`` (the last finite value of every metric it
+    reported) is what a multi-objective study's objectives and its constraints are read from.
     """
 
     def __init__(self, spec: StudySpec, context: Mapping[str, Any], seed: int):
@@ -44,7 +47,8 @@ class ArmModel(ABC):
 
     @abstractmethod
     def tell(self, number: int, values: Mapping[str, Any], value: float | None, state: str,
-             last_step: int | None) -> None: ...
+             last_step: int | None, final_metrics: Mapping[str, float] | None = None
+             ) -> None: ...
 
     def active(self, chosen: Mapping[str, Any]) -> list[Parameter]:
         """The nuisance parameters active given the arm and the values in ``chosen``."""
@@ -87,9 +91,16 @@ def optuna_distribution(param: Parameter) -> Any:
     return FloatDistribution(param.low, param.high, log=log, step=param.step)
 
 
+# The user attribute an Optuna trial keeps its constraint violations in (Optuna's convention:
+# a value <= 0 is satisfied), read back by the samplers' ``constraints_func``.
+VIOLATIONS_ATTR = "searchsvc_violations"
+
+
 class OptunaModel(ArmModel):
     """Optuna's TPE (multivariate, grouped for conditional spaces, constant liar for parallel
-    trials) or GP sampler, on an in-memory Optuna study, sampled define-by-run."""
+    trials), GP or NSGA-II sampler, on an in-memory Optuna study, sampled define-by-run. A
+    study with several objectives gets a multi-objective Optuna study (one direction per
+    objective); constraints go to the sampler's ``constraints_func``."""
 
     def __init__(self, spec: StudySpec, context: Mapping[str, Any], seed: int, *, sampler: str,
                  warmup: int):
@@ -97,19 +108,40 @@ class OptunaModel(ArmModel):
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
+        constrained = partial(_violations_of, len(spec.constraints)) if spec.constraints else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             impl: optuna.samplers.BaseSampler
             if sampler == "gp":
                 impl = optuna.samplers.GPSampler(seed=seed, n_startup_trials=warmup,
-                                                 warn_independent_sampling=False)
+                                                 warn_independent_sampling=False,
+                                                 constraints_func=constrained)
+            elif sampler == "nsga2":
+                impl = optuna.samplers.NSGAIISampler(seed=seed, constraints_func=constrained,
+                                                     population_size=max(warmup, 4))
             else:
                 impl = optuna.samplers.TPESampler(
                     seed=seed, n_startup_trials=warmup, multivariate=True, group=True,
-                    constant_liar=True)
+                    constant_liar=True, constraints_func=constrained)
         self.study = optuna.create_study(
-            direction="minimize" if self.minimize else "maximize", sampler=impl)
+            directions=["minimize" if o.mode == "min" else "maximize" for o in spec.objectives],
+            sampler=impl)
         self.asked: dict[int, Any] = {}
+
+    def _outcome(self, value: float | None, state: str, final: Mapping[str, float] | None
+                 ) -> tuple[Any, dict[str, Any]]:
+        """What to tell Optuna of a finished trial: its values (None: failed) and its user
+        attributes (the constraint violations)."""
+        final = final or {}
+        attrs: dict[str, Any] = {}
+        if self.spec.constraints:
+            attrs[VIOLATIONS_ATTR] = [1.0 if v is None else v
+                                      for v in violations(self.spec.constraints, final)]
+        if self.spec.multi_objective:
+            values = objective_values(self.spec.objectives, final)
+            return (list(values) if state == TRIAL_COMPLETED and values is not None
+                    else None), attrs
+        return value, attrs
 
     def suggest(self, number: int) -> Values:
         with warnings.catch_warnings():
@@ -120,15 +152,24 @@ class OptunaModel(ArmModel):
         return chosen
 
     def tell(self, number: int, values: Mapping[str, Any], value: float | None, state: str,
-             last_step: int | None) -> None:
+             last_step: int | None, final_metrics: Mapping[str, float] | None = None) -> None:
         import optuna
         from optuna.trial import TrialState
 
         trial = self.asked.pop(number, None)
+        result, attrs = self._outcome(value, state, final_metrics)
+        multi = self.spec.multi_objective
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if trial is not None:
-                if state == TRIAL_COMPLETED and value is not None:
+                for key, attr in attrs.items():
+                    trial.set_user_attr(key, attr)
+                if multi:
+                    if result is not None:
+                        self.study.tell(trial, result)
+                    else:
+                        self.study.tell(trial, state=TrialState.FAIL)
+                elif state == TRIAL_COMPLETED and value is not None:
                     self.study.tell(trial, value)
                 elif state == TRIAL_PRUNED and value is not None:
                     trial.report(value, last_step or 0)
@@ -138,8 +179,19 @@ class OptunaModel(ArmModel):
                 return
             params = {p.name: values[p.name] for p in self.active(values) if p.name in values}
             dists = {name: optuna_distribution(self.spec.parameters[name]) for name in params}
-            kwargs: dict[str, Any] = {"params": params, "distributions": dists}
-            if state == TRIAL_COMPLETED and value is not None:
+            kwargs: dict[str, Any] = {"params": params, "distributions": dists,
+                                      "user_attrs": attrs}
+            if VIOLATIONS_ATTR in attrs:
+                # Optuna reads the constraints of a trial it did not run itself from this
+                # system attribute (``after_trial`` sets it for the trials it asked for).
+                from optuna.samplers._base import _CONSTRAINTS_KEY
+
+                kwargs["system_attrs"] = {_CONSTRAINTS_KEY: tuple(attrs[VIOLATIONS_ATTR])}
+            if multi and result is not None:
+                kwargs.update(state=TrialState.COMPLETE, values=result)
+            elif multi:
+                kwargs.update(state=TrialState.FAIL)
+            elif state == TRIAL_COMPLETED and value is not None:
                 kwargs.update(state=TrialState.COMPLETE, value=value)
             elif state == TRIAL_PRUNED and value is not None:
                 kwargs.update(state=TrialState.PRUNED,
@@ -150,6 +202,11 @@ class OptunaModel(ArmModel):
                 self.study.add_trial(optuna.trial.create_trial(**kwargs))
             except ValueError as exc:  # a value outside the space (the file was edited)
                 logging.getLogger(__name__).warning("not replayed into the model: %s", exc)
+
+
+def _violations_of(count: int, trial: Any) -> list[float]:
+    """A trial's constraint violations (a trial that failed before any: all violated)."""
+    return list(trial.user_attrs.get(VIOLATIONS_ATTR, [1.0] * count))
 
 
 def _optuna_suggest(trial: Any, param: Parameter) -> Any:
@@ -196,7 +253,7 @@ class HyperoptModel(ArmModel):
         return self.choose(lambda param: _from_hyperopt(param, raw[param.name]))
 
     def tell(self, number: int, values: Mapping[str, Any], value: float | None, state: str,
-             last_step: int | None) -> None:
+             last_step: int | None, final_metrics: Mapping[str, float] | None = None) -> None:
         from hyperopt import JOB_STATE_DONE, JOB_STATE_ERROR, STATUS_FAIL, STATUS_OK
 
         ok = state == TRIAL_COMPLETED and value is not None
@@ -234,7 +291,7 @@ def _to_hyperopt(param: Parameter, value: Any) -> Any:
     return min(max(param.to_unit(float(value)), 0.0), 1.0)
 
 
-SAMPLERS = ("tpe", "gp", "hyperopt")
+SAMPLERS = ("tpe", "gp", "nsga2", "hyperopt")
 
 
 def create_model(sampler: str, spec: StudySpec, context: Mapping[str, Any], seed: int,
@@ -242,6 +299,6 @@ def create_model(sampler: str, spec: StudySpec, context: Mapping[str, Any], seed
     """The model named ``sampler`` (one of :data:`SAMPLERS`) for one arm."""
     if sampler == "hyperopt":
         return HyperoptModel(spec, context, seed, warmup=warmup)
-    if sampler in ("tpe", "gp"):
+    if sampler in ("tpe", "gp", "nsga2"):
         return OptunaModel(spec, context, seed, sampler=sampler, warmup=warmup)
     raise ValueError(f"unknown sampler {sampler!r} (valid: {', '.join(SAMPLERS)})")

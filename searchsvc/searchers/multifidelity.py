@@ -42,6 +42,8 @@ class HyperbandOptions(BaseModel):
 
 class HyperbandSearcher(Searcher):
     name = "hyperband"
+    single_objective_because = ("a multi-fidelity searcher stops trials early by ranking "
+                                "them on one metric at each rung")
     summary = ("Hyperband's brackets run asynchronously (Ray Tune's AsyncHyperBandScheduler), "
                "configs from a random, quasi-random or Bayesian proposer")
     Options: ClassVar[type[HyperbandOptions | BohbOptions]] = HyperbandOptions

@@ -40,6 +40,9 @@ class PbtSearcher(QuasiRandomSearcher):
                "parameters during training; lineage recorded")
     Options = PbtOptions
     repeats_supported = False
+    multi_objective = False
+    single_objective_because = ("pbt copies the weights of the best trials by one metric "
+                                "while they train")
     no_repeats_because = ("pbt changes a trial's config while it trains, so no config of its "
                           "trials is what was measured")
 

@@ -33,6 +33,7 @@ from searchsvc.spec.limits import value_count
 
 class RandomSearcher(Searcher):
     name = "random"
+    multi_objective = True  # proposes without looking at results
     summary = "independent uniform samples (log ranges uniform in log space), per scientific arm"
 
     def propose(self, number: int) -> Proposal:
@@ -44,6 +45,7 @@ class RandomSearcher(Searcher):
 
 class QuasiRandomSearcher(Searcher):
     name = "quasi_random"
+    multi_objective = True  # proposes without looking at results
     summary = ("scrambled Halton sequence (scipy.stats.qmc), the Tuning Playbook's choice for "
                "exploration: uniform coverage, reproducible, order-independent")
 
@@ -71,6 +73,7 @@ def halton_points(spec: StudySpec, arm: Arm, count: int) -> np.ndarray:
 
 class GridSearcher(Searcher):
     name = "grid"
+    multi_objective = True  # proposes without looking at results
     summary = ("every combination of the discrete values (conditions applied); budget.trials "
                "may repeat the grid a whole number of times with different seeds")
 

@@ -8,6 +8,7 @@ conditions) live in :mod:`searchsvc.spec.validate`, which gives each its own pre
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator
@@ -108,9 +109,80 @@ NoiseSetting = Annotated[
 ]
 
 
+class MetricFile(_FileModel):
+    """One objective of a multi-objective study."""
+
+    name: str = Field(description="A metric the objective reports.")
+    mode: Literal["min", "max"]
+
+
+class ConstraintFile(_FileModel):
+    """A bound on a metric the objective reports: trials outside it are infeasible."""
+
+    metric: str = Field(description="A metric the objective reports.")
+    min: Number | None = Field(None, description="Lowest feasible value (included).")
+    max: Number | None = Field(None, description="Highest feasible value (included).")
+
+
 class WarmStartFile(_FileModel):
     study: str = Field(description="A stored study whose finished trials seed this study's "
                        "model-based searcher.")
+
+
+class MlflowFile(_FileModel):
+    """Log the study to MLflow: a parent run per study, a nested run per trial."""
+
+    tracking_uri: str | None = Field(None, min_length=1, description=(
+        "MLflow tracking URI: a server (http://host:5000) or a database "
+        "(sqlite:///path/mlflow.db). Default: sqlite:///<results folder>/mlflow.db."))
+    experiment: str | None = Field(None, min_length=1,
+                                   description="MLflow experiment. Default: the study name.")
+
+
+class TensorBoardFile(_FileModel):
+    """Write TensorBoard event files: a run per trial, with the HParams plugin's data."""
+
+    dir: str | None = Field(None, min_length=1, description=(
+        "Log folder (a relative one is taken inside the study's results folder). Default: "
+        "<results folder>/tensorboard."))
+
+
+def _switch(model: type[_FileModel]) -> Callable[[Any], _FileModel | None]:
+    """A tracker's sub-section: a mapping of its options; `{}`, `true` or an empty value turn
+    it on with its defaults, `false` or `off` (or leaving it out) turn it off."""
+
+    def validate(value: Any) -> _FileModel | None:
+        if value is False or value == "off":
+            return None
+        if value is None or value is True:
+            return model()
+        if isinstance(value, model):
+            return value
+        if not isinstance(value, dict):
+            raise ValueError("must be a mapping of options, `true` or `off`")
+        return model.model_validate(value)
+
+    return validate
+
+
+def _switch_schema(model: type[_FileModel]) -> WithJsonSchema:
+    return WithJsonSchema({"oneOf": [model.model_json_schema(), {"type": ["boolean", "null"]},
+                                     {"enum": ["off"]}]})
+
+
+MlflowSetting = Annotated[MlflowFile | None, PlainValidator(_switch(MlflowFile)),
+                          _switch_schema(MlflowFile)]
+TensorBoardSetting = Annotated[TensorBoardFile | None, PlainValidator(_switch(TensorBoardFile)),
+                               _switch_schema(TensorBoardFile)]
+
+
+class TrackingFile(_FileModel):
+    """Experiment trackers the driver writes every trial to, as it runs (README, "Tracking")."""
+
+    mlflow: MlflowSetting = Field(None, description=(
+        "MLflow tracking: {tracking_uri, experiment}; `{}` for the defaults."))
+    tensorboard: TensorBoardSetting = Field(None, description=(
+        "TensorBoard event files with HParams: {dir}; `{}` for the defaults."))
 
 
 class StudyFile(_FileModel):
@@ -126,8 +198,14 @@ class StudyFile(_FileModel):
     backend: str = Field("ray", description="ray | keras_tuner | autokeras")
     backend_options: dict[str, Any] = Field(default_factory=dict, description=(
         "validated per backend (keras_tuner: data, batch_size; autokeras: task options)"))
-    metric: str = Field(description="Name of the metric the objective reports.")
-    mode: Literal["min", "max"]
+    metric: str | None = Field(None, description=(
+        "Name of the metric the objective reports (or use `metrics` for several)."))
+    mode: Literal["min", "max"] | None = Field(None, description="min | max, with `metric`.")
+    metrics: list[MetricFile] | None = Field(None, description=(
+        "Several objectives, [{name, mode}, ...], instead of metric/mode: a multi-objective "
+        "study (bayesian, random, quasi_random or grid)."))
+    constraints: list[ConstraintFile] = Field(default_factory=list, description=(
+        "[{metric, min, max}, ...]: trials outside a bound are infeasible."))
     searcher: str = Field(
         "quasi_random",
         description="grid | random | quasi_random | bayesian | hyperband | asha | bohb | pbt | nas",
@@ -147,6 +225,8 @@ class StudyFile(_FileModel):
     warm_start: WarmStartFile | None = Field(None, description=(
         "Feed a stored study's finished trials to the bayesian and multi-fidelity searchers' "
         "models before the first proposal."))
+    tracking: TrackingFile = Field(default_factory=TrackingFile, description=(
+        "Experiment tracking: {mlflow: {tracking_uri, experiment}, tensorboard: {dir}}."))
 
     @field_validator("study")
     @classmethod
@@ -167,8 +247,8 @@ class StudyFile(_FileModel):
 
     @field_validator("metric")
     @classmethod
-    def _metric_name(cls, value: str) -> str:
-        if not value.strip():
+    def _metric_name(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
             raise ValueError("must not be empty")
         return value
 
@@ -177,4 +257,8 @@ def json_schema() -> dict[str, Any]:
     """The JSON Schema of the study file, for editors and other tools."""
     schema = StudyFile.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    # One objective (metric + mode) or several (metrics), never both.
+    schema["oneOf"] = [{"required": ["metric", "mode"], "not": {"required": ["metrics"]}},
+                       {"required": ["metrics"], "not": {"anyOf": [
+                           {"required": ["metric"]}, {"required": ["mode"]}]}}]
     return schema

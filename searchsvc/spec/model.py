@@ -16,6 +16,7 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Literal
 
+from searchsvc.core.objectives import Constraint, Objective
 from searchsvc.spec.references import CALLABLE_FIELD
 from searchsvc.spec.source import SpecSource
 
@@ -238,6 +239,35 @@ class Noise:
 
 
 @dataclass(frozen=True)
+class MlflowTracking:
+    """Where MLflow tracking goes; None: the defaults, chosen when the study runs (a SQLite
+    store ``<results folder>/mlflow.db``, an experiment named after the study)."""
+
+    tracking_uri: str | None = None
+    experiment: str | None = None
+
+
+@dataclass(frozen=True)
+class TensorBoardTracking:
+    """Where TensorBoard event files go; None: ``<results folder>/tensorboard`` (a relative
+    folder is taken inside the results folder)."""
+
+    dir: str | None = None
+
+
+@dataclass(frozen=True)
+class Tracking:
+    """The experiment trackers a study is written to as it runs (None: not that one)."""
+
+    mlflow: MlflowTracking | None = None
+    tensorboard: TensorBoardTracking | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.mlflow is not None or self.tensorboard is not None
+
+
+@dataclass(frozen=True)
 class StudySpec:
     """A validated study. Parameters keep the file's order; ``parameter_order`` is an order in
     which every parameter comes after the parameters its ``when`` depends on."""
@@ -260,7 +290,20 @@ class StudySpec:
     noise: Noise | None = None  # None: no repeats (`noise: off`, or no scientific parameter)
     parent: str | None = None  # the study this one was suggested by
     warm_start: str | None = None  # a stored study whose trials seed the searcher's model
+    tracking: Tracking = field(default_factory=Tracking)  # MLflow / TensorBoard (none by default)
+    # Every objective, the first being ``metric``/``mode`` (a single-objective study has
+    # one); constraints on the trials' final metrics.
+    objectives: tuple[Objective, ...] = ()
+    constraints: tuple[Constraint, ...] = ()
     source: SpecSource = field(default_factory=SpecSource, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.objectives:
+            object.__setattr__(self, "objectives", (Objective(self.metric, self.mode),))
+
+    @property
+    def multi_objective(self) -> bool:
+        return len(self.objectives) > 1
 
     def by_role(self, role: Role) -> tuple[Parameter, ...]:
         return tuple(p for p in self.parameters.values() if p.role == role)

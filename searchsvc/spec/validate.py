@@ -17,14 +17,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from searchsvc.core.objectives import Constraint, Objective
 from searchsvc.errors import SpecError, SpecIssue
 from searchsvc.spec.file_schema import (
     BudgetFile,
     CheckpointsFile,
+    MlflowFile,
     NoiseFile,
     ParameterFile,
     ResourcesFile,
     StudyFile,
+    TensorBoardFile,
+    TrackingFile,
     WarmStartFile,
 )
 from searchsvc.spec.model import (
@@ -33,12 +37,15 @@ from searchsvc.spec.model import (
     ChoiceParameter,
     Condition,
     FixedParameter,
+    MlflowTracking,
     Noise,
     Parameter,
     RangeParameter,
     Resources,
     Role,
     StudySpec,
+    TensorBoardTracking,
+    Tracking,
 )
 from searchsvc.spec.source import SpecSource, read_yaml
 
@@ -49,7 +56,9 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "checkpoints": CheckpointsFile,
     "noise": NoiseFile,
     "warm_start": WarmStartFile,
+    "tracking": TrackingFile,
 }
+_TRACKERS: dict[str, type[BaseModel]] = {"mlflow": MlflowFile, "tensorboard": TensorBoardFile}
 
 
 def load_spec(path: str | FsPath) -> StudySpec:
@@ -97,6 +106,8 @@ def _allowed_fields(loc: tuple[str | int, ...]) -> list[str]:
         return list(ParameterFile.model_fields)
     if loc[0] in _SECTIONS and len(loc) == 2:
         return list(_SECTIONS[str(loc[0])].model_fields)
+    if loc[0] == "tracking" and len(loc) == 3 and loc[1] in _TRACKERS:
+        return list(_TRACKERS[str(loc[1])].model_fields)
     return []
 
 
@@ -183,6 +194,8 @@ class _SemanticCheck:
         order = self._dependency_order(params)
         budget = self._budget(m.budget)
         resources = self._resources(m.resources)
+        objectives = self._objectives()
+        constraints = self._constraints({o.name for o in objectives})
         if self.issues:
             raise SpecError(self.issues)
         return StudySpec(
@@ -191,8 +204,10 @@ class _SemanticCheck:
             objective=m.objective,
             backend=m.backend,
             backend_options=MappingProxyType(dict(m.backend_options)),
-            metric=m.metric,
-            mode=m.mode,
+            metric=objectives[0].name,
+            mode=objectives[0].mode,
+            objectives=objectives,
+            constraints=constraints,
             searcher=m.searcher,
             searcher_options=MappingProxyType(dict(m.searcher_options)),
             budget=budget,
@@ -201,20 +216,75 @@ class _SemanticCheck:
             parameters=MappingProxyType(params),
             parameter_order=order,
             checkpoints=Checkpoints(keep_best=m.checkpoints.keep_best),
-            noise=self._noise(params),
+            noise=self._noise(params, len(objectives) > 1),
             parent=m.parent,
             warm_start=m.warm_start.study if m.warm_start else None,
+            tracking=_tracking(m.tracking),
             source=self.source,
         )
 
-    def _noise(self, params: Mapping[str, Parameter]) -> Noise | None:
+    def _noise(self, params: Mapping[str, Parameter], multi_objective: bool) -> Noise | None:
         """Repeats as asked for; by default only when there is a scientific comparison to
-        judge (an ordinary optimisation study gets none unless it asks)."""
+        judge (an ordinary optimisation study gets none unless it asks). A multi-objective
+        study has a front, not a ranking to pick the configurations to repeat from."""
         raw = self.model.noise
         explicit = "noise" in self.model.model_fields_set
-        if raw is None or not (explicit or any(p.role == "scientific" for p in params.values())):
+        if raw is not None and explicit and multi_objective:
+            self.fail(("noise",), "seed repeats rerun the best configurations of one metric; a "
+                      "multi-objective study has a Pareto front instead: set `noise: off`")
+            return None
+        if raw is None or multi_objective or not (
+                explicit or any(p.role == "scientific" for p in params.values())):
             return None
         return Noise(top_k=raw.top_k, seeds=raw.seeds, explicit=explicit)
+
+    # -- objectives --------------------------------------------------------------------------
+
+    def _objectives(self) -> tuple[Objective, ...]:
+        """``metric``/``mode``, or the ``metrics`` list: exactly one of the two forms."""
+        m = self.model
+        if m.metrics is not None:
+            for key in ("metric", "mode"):
+                if getattr(m, key) is not None:
+                    self.fail((key,), "give either `metric`/`mode` or `metrics`, not both")
+            if not m.metrics:
+                self.fail(("metrics",), "list at least one {name, mode}")
+                return (Objective("?", "min"),)
+            seen: set[str] = set()
+            for i, metric in enumerate(m.metrics):
+                if not metric.name.strip():
+                    self.fail(("metrics", i, "name"), "must not be empty")
+                elif metric.name in seen:
+                    self.fail(("metrics", i, "name"), "is listed twice", metric.name)
+                seen.add(metric.name)
+            return tuple(Objective(x.name, x.mode) for x in m.metrics)
+        if m.metric is None or m.mode is None:
+            for key in ("metric", "mode"):
+                if getattr(m, key) is None:
+                    self.fail((key,), "is required (or `metrics: [{name, mode}, ...]` for "
+                              "several objectives)")
+            return (Objective(m.metric or "?", m.mode or "min"),)
+        return (Objective(m.metric, m.mode),)
+
+    def _constraints(self, objective_names: set[str]) -> tuple[Constraint, ...]:
+        out = []
+        for i, raw in enumerate(self.model.constraints):
+            path = ("constraints", i)
+            if raw.min is None and raw.max is None:
+                self.fail(path, "give `min`, `max` or both")
+                continue
+            if raw.metric in objective_names:
+                self.fail((*path, "metric"), "is an objective: bound another metric, or "
+                          "drop the objective", raw.metric)
+            bounds = [v for v in (raw.min, raw.max) if v is not None]
+            if not all(_is_finite(v) for v in bounds):
+                self.fail(path, "bounds must be finite numbers", *bounds)
+                continue
+            if raw.min is not None and raw.max is not None and raw.min > raw.max:
+                self.fail((*path, "min"), f"must be at most max ({raw.max})", raw.min)
+            out.append(Constraint(raw.metric, None if raw.min is None else float(raw.min),
+                                  None if raw.max is None else float(raw.max)))
+        return tuple(out)
 
     # -- parameters --------------------------------------------------------------------------
 
@@ -468,6 +538,15 @@ class _SemanticCheck:
         if raw.cpu == 0 and raw.gpu == 0:
             self.fail(("resources",), "a trial needs some cpu or gpu")
         return Resources(cpu=float(raw.cpu), gpu=float(raw.gpu))
+
+
+def _tracking(raw: TrackingFile) -> Tracking:
+    mlflow, tensorboard = raw.mlflow, raw.tensorboard
+    return Tracking(
+        mlflow=None if mlflow is None else MlflowTracking(tracking_uri=mlflow.tracking_uri,
+                                                          experiment=mlflow.experiment),
+        tensorboard=None if tensorboard is None else TensorBoardTracking(dir=tensorboard.dir),
+    )
 
 
 def _with_conditions(param: Parameter, when: tuple[Condition, ...]) -> Parameter:

@@ -11,7 +11,7 @@ import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Mapping
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import Any, Protocol
 
 from searchsvc.core import Curve, StudyRecord, TokenGrant, TrialEvent, TrialRecord
 
@@ -121,8 +121,10 @@ class Store(ABC):
 
     @abstractmethod
     def finish_trial(self, trial_id: int, state: str, *, error: str | None = None,
-                     checkpoints: Iterable[str] | None = None) -> None:
-        """Set the trial's final state (ValueError for an unknown state)."""
+                     checkpoints: Iterable[str] | None = None,
+                     final_metrics: Mapping[str, float] | None = None) -> None:
+        """Set the trial's final state (ValueError for an unknown state); ``final_metrics``:
+        the last finite value of every metric it reported (``TrialRecord.final_metrics``)."""
 
     @abstractmethod
     def interrupt_running_trials(self, study_id: int) -> int:
@@ -145,4 +147,18 @@ class Store(ABC):
         """The study's trial events in the order they happened."""
 
 
-__all__ = ["UPDATABLE_STUDY_FIELDS", "MeasurementRow", "Store", "best_point", "token_hash"]
+class StudyReader(Protocol):
+    """The reads of stored studies that a report and the Python API's ``Study`` make: a
+    :class:`Store` has them, and so has the service client's ``RemoteStudies``
+    (:mod:`searchsvc.client`), so a study on a server is analysed by the same code."""
+
+    def get_study(self, name: str) -> StudyRecord: ...
+
+    def get_trials(self, study_name: str, *,
+                   measurements: bool | Collection[int] = False) -> list[TrialRecord]: ...
+
+    def get_events(self, study_name: str, *, kind: str | None = None) -> list[TrialEvent]: ...
+
+
+__all__ = ["UPDATABLE_STUDY_FIELDS", "MeasurementRow", "Store", "StudyReader", "best_point",
+           "token_hash"]

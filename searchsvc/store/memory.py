@@ -89,6 +89,7 @@ class _Trial:
     last_step: int | None = None
     checkpoints: str = "[]"  # JSON
     repeat_of: int | None = None
+    final_metrics: str | None = None  # JSON
 
 
 @dataclass(frozen=True)
@@ -276,7 +277,7 @@ class InMemoryStore(Store):
                 row = replace(row, attempts=row.attempts + 1, state=str(TRIAL_RUNNING),
                               config=jsonutil.dumps(dict(config)), started_at=now,
                               finished_at=None, error=None, best_value=None, best_step=None,
-                              last_step=None, node=node)
+                              last_step=None, node=node, final_metrics=None)
             self._put(self._trials, row.id, row)
             return _trial_record(row, ())
 
@@ -333,7 +334,8 @@ class InMemoryStore(Store):
                 self._put(self._trials, trial_id, replace(row, node=node[:255]))
 
     def finish_trial(self, trial_id: int, state: str, *, error: str | None = None,
-                     checkpoints: Iterable[str] | None = None) -> None:
+                     checkpoints: Iterable[str] | None = None,
+                     final_metrics: Mapping[str, float] | None = None) -> None:
         if state not in TRIAL_STATES:
             raise ValueError(f"unknown trial state {state!r} (valid: {', '.join(TRIAL_STATES)})")
         changes: dict[str, Any] = {"state": str(TrialState(state)), "finished_at": time.time()}
@@ -341,6 +343,8 @@ class InMemoryStore(Store):
             changes["error"] = error[-20_000:]
         if checkpoints is not None:
             changes["checkpoints"] = jsonutil.dumps(list(checkpoints))
+        if final_metrics is not None:
+            changes["final_metrics"] = jsonutil.dumps(dict(final_metrics))
         with self._lock:
             row = self._trials.get(trial_id)
             if row is None:
@@ -443,6 +447,7 @@ def _trial_record(row: _Trial, measurements: tuple[Measurement, ...]) -> TrialRe
         last_step=row.last_step, node=row.node,
         checkpoints=tuple(jsonutil.loads(row.checkpoints)), measurements=measurements,
         repeat_of=row.repeat_of,
+        final_metrics=jsonutil.loads(row.final_metrics) if row.final_metrics else {},
     )
 
 

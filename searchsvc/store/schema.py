@@ -74,6 +74,7 @@ class TrialRow(Base):
     node: Mapped[str | None] = mapped_column(String(255))
     checkpoints: Mapped[str] = mapped_column(Text, nullable=False, default="[]")
     repeat_of: Mapped[int | None] = mapped_column(Integer)  # a seed repeat of trial number N
+    final_metrics: Mapped[str | None] = mapped_column(Text)  # JSON: last finite value of each
 
     study: Mapped[StudyRow] = relationship(back_populates="trials")
 

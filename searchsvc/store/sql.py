@@ -260,6 +260,7 @@ class SqlStore(Store):
                 row.config = jsonutil.dumps(dict(config))
                 row.started_at, row.finished_at, row.error = now, None, None
                 row.best_value = row.best_step = row.last_step = None
+                row.final_metrics = None
                 row.node = node
             s.flush()
             return _trial_record_of(tuple(getattr(row, c) for c in _TRIAL_COLUMNS),
@@ -323,7 +324,8 @@ class SqlStore(Store):
             s.execute(update(TrialRow).where(TrialRow.id == trial_id).values(node=node[:255]))
 
     def finish_trial(self, trial_id: int, state: str, *, error: str | None = None,
-                     checkpoints: Iterable[str] | None = None) -> None:
+                     checkpoints: Iterable[str] | None = None,
+                     final_metrics: Mapping[str, float] | None = None) -> None:
         if state not in TRIAL_STATES:
             raise ValueError(f"unknown trial state {state!r} (valid: {', '.join(TRIAL_STATES)})")
         with self._session() as s:
@@ -336,6 +338,8 @@ class SqlStore(Store):
                 row.error = error[-20_000:]
             if checkpoints is not None:
                 row.checkpoints = jsonutil.dumps(list(checkpoints))
+            if final_metrics is not None:
+                row.final_metrics = jsonutil.dumps(dict(final_metrics))
 
     def interrupt_running_trials(self, study_id: int) -> int:
         """Mark the study's running trials interrupted (their driver is gone); returns how many."""
@@ -461,7 +465,7 @@ class SqlStore(Store):
 
 _TRIAL_COLUMNS = ("id", "study_id", "number", "state", "config", "arm", "seed", "attempts",
                   "error", "started_at", "finished_at", "best_value", "best_step", "last_step",
-                  "node", "checkpoints", "repeat_of")
+                  "node", "checkpoints", "repeat_of", "final_metrics")
 
 
 def _trial_record_of(row: tuple[Any, ...], config: Any, arm: Any,
@@ -469,11 +473,12 @@ def _trial_record_of(row: tuple[Any, ...], config: Any, arm: Any,
     """The record of a trials-table row selected as ``_TRIAL_COLUMNS`` (its config and arm
     already decoded)."""
     (id_, study_id, number, state, _, _, seed, attempts, error, started_at, finished_at,
-     best_value, best_step, last_step, node, checkpoints, repeat_of) = row
+     best_value, best_step, last_step, node, checkpoints, repeat_of, final) = row
     return TrialRecord(
         id=id_, study_id=study_id, number=number, state=TrialState(state), config=config,
         arm=arm, seed=seed, attempts=attempts, error=error, started_at=started_at,
         finished_at=finished_at, best_value=best_value, best_step=best_step,
         last_step=last_step, node=node, checkpoints=tuple(jsonutil.loads(checkpoints)),
         measurements=measurements, repeat_of=repeat_of,
+        final_metrics=jsonutil.loads(final) if final else {},
     )

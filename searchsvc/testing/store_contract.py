@@ -175,6 +175,19 @@ class StoreContract:
         by_number = {t.number: t for t in store.get_trials("s")}
         assert (by_number[0].repeat_of, by_number[5].repeat_of, by_number[5].seed) == (None, 0, 9)
 
+    def test_final_metrics_are_kept_and_cleared_by_a_new_attempt(self, store: Store) -> None:
+        study = new_study(store)
+        t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
+        store.finish_trial(t.id, "completed", final_metrics={"loss": 0.25, "latency_ms": 12.0})
+        assert store.get_trials("s")[0].final_metrics == {"loss": 0.25, "latency_ms": 12.0}
+        u = store.start_trial(study.id, number=1, config={}, arm={}, seed=0)
+        store.finish_trial(u.id, "interrupted")
+        assert store.get_trials("s")[1].final_metrics == {}
+        store.finish_trial(u.id, "interrupted", final_metrics={"loss": 0.5})
+        again = store.start_trial(study.id, number=1, config={}, arm={}, seed=0)
+        assert again.attempts == 2 and again.final_metrics == {}
+        assert store.get_trials("s")[1].final_metrics == {}
+
     def test_best_value_follows_mode(self, store: Store) -> None:
         study = new_study(store, mode="max")
         t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)

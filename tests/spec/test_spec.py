@@ -73,7 +73,8 @@ def test_schema_command_prints_json_schema(capsys) -> None:
     assert main(["schema"]) == 0
     schema = json.loads(capsys.readouterr().out)
     assert schema["title"] == "searchsvc study file"
-    assert {"study", "objective", "metric", "mode", "parameters"} <= set(schema["required"])
+    assert {"study", "objective", "parameters"} <= set(schema["required"])
+    assert [form["required"] for form in schema["oneOf"]] == [["metric", "mode"], ["metrics"]]
     assert "searcher" in schema["properties"] and "$defs" in schema
 
 
