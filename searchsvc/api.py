@@ -9,44 +9,54 @@
     study.report()                  # the findings, typed (the data of report.json)
     print(study.next_study())       # the suggested next study file
 
+    remote = searchsvc.load("quickstart", server="http://host:8000", token="...")  # the same
+
 It calls the same use cases as the CLI (:mod:`searchsvc.usecases`), so a study run here is
-stored, resumable and reported exactly as ``searchsvc run`` would.
+stored, resumable and reported exactly as ``searchsvc run`` would. A study on a searchsvc
+server is read through its REST API (:class:`searchsvc.client.RemoteStudies`, which reads as a
+store does) by the same code as a local one, so both give the same tables and findings.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from searchsvc.core import StudyRecord, TrialRecord
+from searchsvc.core import STUDY_CREATED, STUDY_RUNNING, StudyRecord, TrialRecord
+from searchsvc.errors import SearchsvcError
 from searchsvc.spec import StudySpec, spec_of
-from searchsvc.store import Store, open_store
+from searchsvc.store import StudyReader, open_store
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from searchsvc.analysis import StudyAnalysis
+    from searchsvc.client import ServiceClient
 
 StudySource = str | Path | Mapping[str, Any] | StudySpec
 
 
 class Study:
-    """A stored study, read through its store: trials, measurements, findings.
+    """A stored study: trials, measurements, findings. ``reader``: its store, or the studies
+    of a searchsvc server (:class:`searchsvc.client.RemoteStudies`); every method reads
+    through it, so a local and a remote study give the same tables and findings.
 
-    Reads are live: each call asks the store again, so a study still running shows its
-    latest trials."""
+    Reads are live: each call asks the store (or server) again, so a study still running
+    shows its latest trials."""
 
-    def __init__(self, name: str, store: Store):
-        self.name, self.store = name, store
+    def __init__(self, name: str, reader: StudyReader):
+        self.name, self.reader = name, reader
 
     @property
     def record(self) -> StudyRecord:
         """The study's state, counts and best value, as stored now."""
-        return self.store.get_study(self.name)
+        return self.reader.get_study(self.name)
 
     @cached_property
     def spec(self) -> StudySpec:
@@ -55,7 +65,7 @@ class Study:
     @property
     def trials(self) -> list[TrialRecord]:
         """Every trial by number (without measurements: see :meth:`measurements`)."""
-        return self.store.get_trials(self.name)
+        return self.reader.get_trials(self.name)
 
     @property
     def best_trials(self) -> list[TrialRecord]:
@@ -82,7 +92,7 @@ class Study:
         import pandas as pd
 
         rows = [(t.number, m.attempt, m.step, name, value)
-                for t in self.store.get_trials(self.name, measurements=True)
+                for t in self.reader.get_trials(self.name, measurements=True)
                 for m in t.measurements for name, value in m.metrics.items()]
         return pd.DataFrame(rows, columns=["number", "attempt", "step", "metric", "value"])
 
@@ -91,17 +101,31 @@ class Study:
         objects: the data report.json holds. Writes nothing; :meth:`write_report` does."""
         from searchsvc.report.writer import analyze_stored
 
-        return analyze_stored(self.store, self.record, self.spec, top_fraction)[1]
+        return analyze_stored(self.reader, self.record, self.spec, top_fraction)[1]
 
     def write_report(self, out_dir: str | Path | None = None) -> Path:
-        """Write the report files (as ``searchsvc report``); the main file's path."""
+        """Write the report files (as ``searchsvc report``; a remote study's here, from what
+        the server sends, by default into ``$SEARCHSVC_HOME/results/NAME``); the main file's
+        path."""
         from searchsvc import usecases
 
-        return usecases.report(self.name, self.store, out_dir, spec=self.spec).main
+        return usecases.report(self.name, self.reader, out_dir, spec=self.spec).main
 
     def next_study(self) -> str:
         """The suggested next study file (YAML), as next_study.yaml."""
         return self.report().next_study.text
+
+    def wait(self, *, every: float = 2.0, timeout: float | None = None) -> StudyRecord:
+        """Wait until the study is no longer created or running (a study submitted to a
+        server, or run by another process); its record then. :class:`TimeoutError` after
+        ``timeout`` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (record := self.record).state in (STUDY_CREATED, STUDY_RUNNING):
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"study {self.name!r} is still {record.state} after "
+                                   f"{timeout:g} s")
+            time.sleep(every)
+        return record
 
     def __repr__(self) -> str:
         record = self.record
@@ -111,14 +135,31 @@ class Study:
 
 def run(study: StudySource, *, storage: str | None = None, address: str | None = None,
         results: str | Path | None = None, overwrite: bool = False,
-        num_cpus: int | None = None, verbose: bool = False) -> Study:
+        num_cpus: int | None = None, verbose: bool = False, server: str | None = None,
+        token: str | None = None, code: str | Path | Literal[False] | None = None,
+        wait: bool = True) -> Study:
     """Validate and run a study (a study file's path, its content as a dict, or a spec) on Ray,
     store it and write its report, as ``searchsvc run`` does; the finished :class:`Study`.
-    :class:`~searchsvc.errors.SpecError` lists every problem of a bad study file."""
+    :class:`~searchsvc.errors.SpecError` lists every problem of a bad study file.
+
+    With ``server`` (a searchsvc server's URL; ``token`` defaults to ``$SEARCHSVC_TOKEN``) the
+    study is submitted there instead, as ``searchsvc submit`` does: ``code`` is a folder of
+    code to upload for the objective to import (default: the study file's folder when the
+    objective's module is there, none for a dict; ``False``: none). The remote :class:`Study`
+    is returned once the study has finished, or at once with ``wait=False``."""
     from searchsvc import usecases
     from searchsvc.driver import RunOptions
 
     spec = _spec(study)
+    if server is not None:
+        local = {"storage": storage, "address": address, "results": results,
+                 "num_cpus": num_cpus, "overwrite": overwrite or None,
+                 "verbose": verbose or None}
+        given = [name for name, value in local.items() if value is not None]
+        if given:
+            raise SearchsvcError(f"{', '.join(given)}: options of a local run; a server "
+                                 "runs a submitted study with its own")
+        return _submit(spec, _client(server, token), code, wait)
     store = open_store(storage)
     options = RunOptions(address=address, results_root=Path(results) if results else None,
                          num_cpus=num_cpus, verbose=verbose)
@@ -126,11 +167,53 @@ def run(study: StudySource, *, storage: str | None = None, address: str | None =
     return Study(spec.name, store)
 
 
-def load(name: str, *, storage: str | None = None) -> Study:
-    """The stored study ``name``; :class:`~searchsvc.errors.NotFoundError` if there is none."""
-    store = open_store(storage)
-    store.get_study(name)
-    return Study(name, store)
+def load(name: str, *, storage: str | None = None, server: str | None = None,
+         token: str | None = None) -> Study:
+    """The stored study ``name``; :class:`~searchsvc.errors.NotFoundError` if there is none.
+
+    With ``server`` (a searchsvc server's URL) the study is read from there, with ``token``
+    (as the command line's ``--server`` and ``--token``, they default to ``$SEARCHSVC_SERVER``
+    when no ``storage`` is given, and to ``$SEARCHSVC_TOKEN``). Only the token's user's
+    studies are found there: another user's is :class:`~searchsvc.errors.NotFoundError` too,
+    and a bad token :class:`~searchsvc.errors.ServiceError`."""
+    if server is not None and storage is not None:
+        raise SearchsvcError("a study is read from a store or from a server: give storage or "
+                             "server, not both")
+    if server is None and storage is None:
+        server = os.environ.get("SEARCHSVC_SERVER") or None
+    reader: StudyReader
+    if server is not None:
+        from searchsvc.client import RemoteStudies
+
+        reader = RemoteStudies(_client(server, token))
+    else:
+        reader = open_store(storage)
+    reader.get_study(name)
+    return Study(name, reader)
+
+
+def _client(server: str, token: str | None) -> ServiceClient:
+    from searchsvc.client import ServiceClient
+
+    return ServiceClient(server, token if token is not None
+                         else os.environ.get("SEARCHSVC_TOKEN"))
+
+
+def _submit(spec: StudySpec, client: ServiceClient, code: str | Path | Literal[False] | None,
+            wait: bool) -> Study:
+    """Submit ``spec`` (uploading ``code``, see :func:`run`) to ``client``'s server."""
+    from searchsvc.client import RemoteStudies
+    from searchsvc.codebundle import own_code_folder, pack
+
+    if code is None:  # as `searchsvc submit`: the study file's folder, if the module is there
+        given = Path(spec.source.file)
+        code = own_code_folder(spec.objective, given.parent) if given.is_file() else None
+    sha = client.upload_code(pack(Path(code)))["sha256"] if code else None
+    client.submit(spec.source.text, code=sha)
+    study = Study(spec.name, RemoteStudies(client))
+    if wait:
+        study.wait()
+    return study
 
 
 def _spec(study: StudySource) -> StudySpec:

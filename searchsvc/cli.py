@@ -21,6 +21,8 @@ from searchsvc.errors import SearchsvcError, SpecError
 from searchsvc.store import Store, open_store
 
 if TYPE_CHECKING:
+    from searchsvc.api import Study
+    from searchsvc.core import StudyRecord
     from searchsvc.usecases import StudyRun
 
 app = typer.Typer(
@@ -148,14 +150,16 @@ def list_studies(storage: StorageOpt = None) -> None:
 
 
 @app.command()
-def show(study: Annotated[str, typer.Argument()], storage: StorageOpt = None) -> None:
-    """Show a study's state, counts and best trials."""
+def show(study: Annotated[str, typer.Argument()], storage: StorageOpt = None,
+         server: ServerOpt = None, token: TokenOpt = None) -> None:
+    """Show a study's state, counts and best trials. With --server, a study on that server."""
+    from searchsvc import api
     from searchsvc.analysis import summarize
 
-    store = _store(storage)
-    record = store.get_study(study)
-    trials = store.get_trials(study)
-    summary = summarize(record, trials)
+    found = api.load(study, storage=None if server else storage, server=server or None,
+                     token=token)
+    record = found.record
+    summary = summarize(record, found.trials)
     out.print(f"[b]{record.name}[/b] — {record.state}, searcher {record.searcher}, "
               f"metric {record.metric} ({record.mode})")
     out.print("trials: " + ", ".join(f"{n} {k}" for k, n in summary.counts.items() if n)
@@ -236,11 +240,22 @@ def _client(server: str | None, token: str | None):  # -> ServiceClient
     return ServiceClient(server or "", token)
 
 
-def _print_remote(study: dict) -> None:
-    counts = ", ".join(f"{n} {k}" for k, n in study["trial_counts"].items()) or "no trials yet"
-    best = "" if study["best_value"] is None else f" · best {study['metric']} " \
-        f"{study['best_value']:.6g}"
-    out.print(f"{study['name']}: {study['state']} · {counts} of {study['total_trials']}{best}")
+def _remote(study: str, server: str | None, token: str | None) -> Study:
+    """Study ``study`` on ``server``, read through the Python API (no request made yet)."""
+    from searchsvc.api import Study
+    from searchsvc.client import RemoteStudies
+
+    return Study(study, RemoteStudies(_client(server, token)))
+
+
+def _print_remote(study: StudyRecord | dict) -> None:
+    """One line on a study on a server (a record, or the server's JSON of it)."""
+    from searchsvc.client import study_record
+
+    s = study_record(study) if isinstance(study, dict) else study
+    counts = ", ".join(f"{n} {k}" for k, n in s.trial_counts.items()) or "no trials yet"
+    best = "" if s.best_value is None else f" · best {s.metric} {s.best_value:.6g}"
+    out.print(f"{s.name}: {s.state} · {counts} of {s.total_trials}{best}")
 
 
 @app.command()
@@ -254,12 +269,13 @@ def submit(spec: Annotated[Path, typer.Argument(help="Study file to submit.")],
                "--no-code", help="Upload no code: the server must have the objective.")] = False,
            ) -> None:
     """Submit a study file to a searchsvc server, which runs it."""
-    from searchsvc.codebundle import pack
+    from searchsvc.codebundle import own_code_folder, pack
     from searchsvc.spec import load_spec
 
     client = _client(server, token)
     text = spec.read_text()
-    folder = None if no_code else code or _own_code_folder(load_spec(spec).objective, spec)
+    folder = None if no_code else code or own_code_folder(load_spec(spec).objective,
+                                                          spec.resolve().parent)
     sha = None
     if folder is not None:
         uploaded = client.upload_code(pack(folder))
@@ -267,15 +283,6 @@ def submit(spec: Annotated[Path, typer.Argument(help="Study file to submit.")],
         out.print(f"code: {folder} ({uploaded['files']} files, {uploaded['bytes']} bytes) "
                   f"sha256 {sha[:12]}")
     _print_remote(client.submit(text, code=sha))
-
-
-def _own_code_folder(objective: str, spec: Path) -> Path | None:
-    """The study file's folder when the objective's module lives there (the user's own code,
-    which the server cannot have); None for an objective the server is to provide."""
-    from searchsvc.codebundle import module_in_bundle
-
-    folder = spec.resolve().parent
-    return folder if module_in_bundle(folder, objective.partition(":")[0]) else None
 
 
 @app.command()
@@ -287,17 +294,17 @@ def status(study: Annotated[str, typer.Argument()], server: ServerOpt = None,
            every: Annotated[float, typer.Option(help="Seconds between polls (--wait).")] = 2.0,
            ) -> None:
     """Show a study on a searchsvc server."""
-    client = _client(server, token)
-    shown = client.study(study)
+    remote = _remote(study, server, token)
+    shown = remote.record
     _print_remote(shown)
-    while wait and shown["state"] in ("created", "running"):
+    while wait and shown.state in ("created", "running"):
         time.sleep(every)
-        now = client.study(study)
-        if (now["state"], now["trial_counts"], now["best_value"]) != (
-                shown["state"], shown["trial_counts"], shown["best_value"]):
+        now = remote.record
+        if (now.state, now.trial_counts, now.best_value) != (
+                shown.state, shown.trial_counts, shown.best_value):
             _print_remote(now)
         shown = now
-    if wait and shown["state"] != "completed":
+    if wait and shown.state != "completed":
         raise typer.Exit(1)
 
 

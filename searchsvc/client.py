@@ -1,15 +1,28 @@
-"""A small client of a searchsvc server for the command line (standard library only): submit
-a study file, read a study, cancel it, download its report."""
+"""A small client of a searchsvc server for the command line and the Python API (standard
+library only): submit a study file, read a study, its trials and events, cancel it, download its
+report. :class:`RemoteStudies` reads a user's studies on a server as a store reads them, so
+``searchsvc.load(name, server=...)`` analyses them with the same code as a local study."""
 
 from __future__ import annotations
 
 import json
+import math
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
+from searchsvc.core import (
+    EventKind,
+    Measurement,
+    StudyRecord,
+    StudyState,
+    TrialEvent,
+    TrialRecord,
+    TrialState,
+)
 from searchsvc.errors import (
     CodeBundleError,
     ConflictError,
@@ -47,6 +60,23 @@ class ServiceClient:
     def study(self, name: str) -> dict[str, Any]:
         return self._json("GET", f"/studies/{_quote(name)}")
 
+    def trials(self, name: str, curves: bool | Collection[int] = False
+               ) -> list[dict[str, Any]]:
+        """The study's trials; with every step of each (``True``) or of these trial numbers."""
+        if curves is True or curves is False:
+            query = "?curves=true" if curves else ""
+        elif len(curves) > MAX_CURVES_ASKED:  # a URL of thousands of numbers: ask for all
+            wanted = set(curves)
+            return [t if t["number"] in wanted else {**t, "measurements": []}
+                    for t in self.trials(name, True)]
+        else:
+            query = "?" + urllib.parse.urlencode([("curves_of", n) for n in sorted(curves)])
+        return self._json("GET", f"/studies/{_quote(name)}/trials{query}")
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        """What the study's schedulers did to its trials, in order."""
+        return self._json("GET", f"/studies/{_quote(name)}/events")
+
     def cancel(self, name: str) -> dict[str, Any]:
         return self._json("POST", f"/studies/{_quote(name)}/cancel")
 
@@ -60,7 +90,7 @@ class ServiceClient:
         return path
 
     def _json(self, method: str, path: str, body: bytes | None = None,
-              content_type: str | None = None) -> dict[str, Any]:
+              content_type: str | None = None) -> Any:
         return json.loads(self._request(method, path, body, content_type))
 
     def _request(self, method: str, path: str, body: bytes | None = None,
@@ -77,6 +107,73 @@ class ServiceClient:
             raise _error(exc.code, exc.read()) from None
         except urllib.error.URLError as exc:
             raise ServiceError(f"cannot reach {self.server}: {exc.reason}") from None
+
+
+MAX_CURVES_ASKED = 200  # trial numbers named in one URL (curves_of=...)
+
+
+class RemoteStudies:
+    """A user's studies on a searchsvc server, read as a store reads them (it is a
+    :class:`searchsvc.store.StudyReader`): what ``searchsvc.load(name, server=...)`` reads
+    through. The records are rebuilt from the REST API's JSON; ``id`` and ``study_id`` (the
+    server's keys) read 0, ``results_dir`` (a folder on the server) None. Another user's study
+    is unknown here (:class:`~searchsvc.errors.NotFoundError`), as on the server."""
+
+    def __init__(self, client: ServiceClient):
+        self.client = client
+        self.url = client.server
+
+    def get_study(self, name: str) -> StudyRecord:
+        return study_record(self.client.study(name))
+
+    def get_trials(self, study_name: str, *,
+                   measurements: bool | Collection[int] = False) -> list[TrialRecord]:
+        return [trial_record(t) for t in self.client.trials(study_name, measurements)]
+
+    def get_events(self, study_name: str, *, kind: str | None = None) -> list[TrialEvent]:
+        return [TrialEvent(e["number"], EventKind(e["kind"]), e["step"], e["data"],
+                           e["recorded_at"])
+                for e in self.client.events(study_name) if kind is None or e["kind"] == kind]
+
+    def __repr__(self) -> str:
+        return f"<RemoteStudies {self.url}>"
+
+
+def study_record(data: Mapping[str, Any]) -> StudyRecord:
+    """A study as the REST API sends it (``GET /studies/{name}`` has its study file and
+    provenance; the listing and the answers of create, cancel and resume do not)."""
+    return StudyRecord(
+        id=0, name=data["name"], state=StudyState(data["state"]), metric=data["metric"],
+        mode=data["mode"], searcher=data["searcher"], spec_text=data.get("spec_text", ""),
+        spec_file=data.get("spec_file", ""), created_at=data["created_at"],
+        total_trials=data["total_trials"], started_at=data["started_at"],
+        finished_at=data["finished_at"], provenance=data.get("provenance", {}),
+        trial_counts=dict(data["trial_counts"]), best_value=data["best_value"],
+        owner=data.get("owner"))
+
+
+def trial_record(data: Mapping[str, Any]) -> TrialRecord:
+    """A trial as ``GET /studies/{name}/trials`` sends it (its measurements when asked)."""
+    return TrialRecord(
+        id=0, study_id=0, number=data["number"], state=TrialState(data["state"]),
+        config=data["config"], arm=data["arm"], seed=data["seed"], attempts=data["attempts"],
+        error=data["error"], started_at=data.get("started_at"),
+        finished_at=data.get("finished_at"), best_value=data["best_value"],
+        best_step=data["best_step"], last_step=data["last_step"], node=data["node"],
+        checkpoints=tuple(data.get("checkpoints", ())), repeat_of=data["repeat_of"],
+        final_metrics=_floats(data.get("final_metrics", {})),
+        measurements=tuple(
+            Measurement(step=m["step"], value=m["value"], attempt=m["attempt"],
+                        recorded_at=m.get("recorded_at", 0.0), metrics=_floats(m["metrics"]))
+            for m in data.get("measurements", ())))
+
+
+# JSON has no NaN or infinity: the API sends a non-finite metric as the store keeps it.
+_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def _floats(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _NON_FINITE.get(v, v) if isinstance(v, str) else v for k, v in metrics.items()}
 
 
 def _error(status: int, body: bytes) -> Exception:

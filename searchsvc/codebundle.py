@@ -242,6 +242,14 @@ def _extract(data: bytes, members: list[tarfile.TarInfo], into: Path,
             target.chmod(0o755 if member.mode & 0o100 else 0o644)
 
 
+def own_code_folder(objective: str, folder: Path) -> Path | None:
+    """``folder`` (resolved) when the objective's module (``module:callable``) lives there: the
+    user's own code, which a server cannot have and so is uploaded with the study; None for an
+    objective the server is to provide."""
+    folder = folder.resolve()
+    return folder if module_in_bundle(folder, objective.partition(":")[0]) else None
+
+
 def module_in_bundle(folder: Path, module: str) -> bool:
     """Whether ``module`` (dotted) is a file or package of ``folder``, found without importing."""
     parts = module.split(".")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from searchsvc.core import StudyRecord
 from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec, spec_of
-from searchsvc.store import Store
+from searchsvc.store import Store, StudyReader
 
 if TYPE_CHECKING:
     from searchsvc.analysis.compare import Comparison
@@ -81,7 +81,7 @@ def resume(name: str, store: Store, options: RunOptions | None = None) -> StudyR
     return StudyRun(outcome, report(name, store, spec=spec))
 
 
-def report(name: str, store: Store, out_dir: str | Path | None = None,
+def report(name: str, store: StudyReader, out_dir: str | Path | None = None,
            formats: Iterable[str] | None = None, *, top_fraction: float = 0.2,
            spec: StudySpec | None = None) -> ReportFiles:
     """Write the report of study ``name`` (default formats: html, md, json; trials.csv and
@@ -92,7 +92,7 @@ def report(name: str, store: Store, out_dir: str | Path | None = None,
                         top_fraction=top_fraction, spec=spec)
 
 
-def compare(baseline: str, candidate: str, store: Store) -> Comparison:
+def compare(baseline: str, candidate: str, store: StudyReader) -> Comparison:
     """Whether study ``candidate``'s best beats ``baseline``'s beyond seed noise."""
     from searchsvc.analysis.compare import compare as compared
 

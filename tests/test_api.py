@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import searchsvc
-from searchsvc.errors import NotFoundError, SpecError
+from searchsvc.errors import NotFoundError, SearchsvcError, SpecError
 
 STUDY = {
     "study": "notebook",
@@ -74,3 +74,10 @@ def test_bad_input_gets_the_same_errors_as_the_command_line(tmp_path: Path) -> N
         searchsvc.run({**STUDY, "budget": {"trials": -3}}, storage=storage)
     with pytest.raises(NotFoundError, match="no study named 'nope'"):
         searchsvc.load("nope", storage=storage)
+
+
+def test_a_server_is_not_given_with_the_options_of_a_local_study() -> None:
+    with pytest.raises(SearchsvcError, match=r"^storage, num_cpus: options of a local run"):
+        searchsvc.run(STUDY, server="http://127.0.0.1:9", storage="memory:", num_cpus=2)
+    with pytest.raises(SearchsvcError, match="give storage or server, not both"):
+        searchsvc.load("notebook", storage="memory:", server="http://127.0.0.1:9")

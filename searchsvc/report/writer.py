@@ -20,7 +20,7 @@ from searchsvc.report.plotdata import report_plots
 from searchsvc.report.plots import axis_plots
 from searchsvc.report.tables import write_trials_csv
 from searchsvc.spec import StudySpec, spec_of
-from searchsvc.store import Store, searchsvc_home
+from searchsvc.store import StudyReader, searchsvc_home
 
 FORMATS = ("html", "md", "json")
 
@@ -38,11 +38,12 @@ class ReportFiles:
         return self.files["csv"]
 
 
-def write_report(store: Store, study_name: str, out_dir: str | Path | None = None,
+def write_report(store: StudyReader, study_name: str, out_dir: str | Path | None = None,
                  formats: Iterable[str] = FORMATS, *, top_fraction: float = 0.2,
                  spec: StudySpec | None = None) -> ReportFiles:
     """Write the report of ``study_name`` into ``out_dir`` (default: the study's results
-    folder). trials.csv and next_study.yaml are always written."""
+    folder). trials.csv and next_study.yaml are always written. ``store``: a store, or a
+    server's studies (:class:`searchsvc.client.RemoteStudies`)."""
     formats = list(formats)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
@@ -74,7 +75,7 @@ def write_report(store: Store, study_name: str, out_dir: str | Path | None = Non
     return ReportFiles(folder, files)
 
 
-def analyze_stored(store: Store, study: StudyRecord, spec: StudySpec,
+def analyze_stored(store: StudyReader, study: StudyRecord, spec: StudySpec,
                    top_fraction: float = 0.2) -> tuple[list[TrialRecord], StudyAnalysis]:
     """The trials a report needs (measurements only for the curves it diagnoses and draws)
     and their analysis, with the parent study's comparison: what every report and the Python
@@ -90,7 +91,7 @@ def analyze_stored(store: Store, study: StudyRecord, spec: StudySpec,
     return trials, analysis
 
 
-def _parent(store: Store, spec: StudySpec, owner: str | None
+def _parent(store: StudyReader, spec: StudySpec, owner: str | None
             ) -> tuple[StudyRecord, list[TrialRecord]] | None:
     """The study ``spec`` was made from and its trials, when it is in ``store`` and belongs to
     the same ``owner`` (the service's user; None from the command line)."""

@@ -35,6 +35,7 @@ from searchsvc.service.scheduler import StudyScheduler
 from searchsvc.service.ui import SignInRequired, sign_in_redirect, ui_router
 from searchsvc.spec import SpecLimits, StudySpec, json_schema
 from searchsvc.store import Store, searchsvc_home
+from searchsvc.store.jsonutil import encode
 
 MAX_BODY_BYTES = 256 * 1024  # a study file is a few KB
 # What one study may ask of a shared server (each a `serve` option); tighter than what
@@ -175,16 +176,30 @@ def create_app(store: Store, config: ServiceConfig | None = None,
 
     @app.get("/studies/{name}")
     async def get_study(name: str, owner: User) -> dict[str, Any]:
-        return _study_json(owned(name, owner))
+        """The study, with its study file and provenance (what ``searchsvc.load`` needs to
+        analyse it as a local study)."""
+        return _study_json(owned(name, owner), detail=True)
 
     @app.get("/studies/{name}/trials")
     async def list_trials(name: str, owner: User,
                           curves: Annotated[bool, Query(description="include every step")] = False,
+                          curves_of: Annotated[list[int] | None, Query(
+                              description="include every step of these trials only (trial "
+                              "numbers; repeat the parameter)", max_length=1000)] = None,
                           ) -> list[dict[str, Any]]:
         owned(name, owner)
-        if curves:
-            return await run_in_threadpool(_trials_json, store, name, curves)
-        return _trials_json(store, name, curves)
+        wanted: bool | set[int] = True if curves else set(curves_of or ())
+        if wanted:
+            return await run_in_threadpool(_trials_json, store, name, wanted)
+        return _trials_json(store, name, False)
+
+    @app.get("/studies/{name}/events")
+    async def list_events(name: str, owner: User) -> list[dict[str, Any]]:
+        """What the study's schedulers did to its trials (Hyperband/ASHA stops, PBT exploits,
+        retries), in order: the report's rungs and lineage come from these."""
+        owned(name, owner)
+        return [{"number": e.number, "kind": e.kind, "step": e.step, "data": dict(e.data),
+                 "recorded_at": e.recorded_at} for e in store.get_events(name)]
 
     @app.get("/studies/{name}/report")
     def report(name: str, owner: User,
@@ -288,16 +303,25 @@ def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
     return {key: _inline_refs(value, defs) for key, value in node.items()}
 
 
-def _study_json(s: StudyRecord) -> dict[str, Any]:
-    return {"name": s.name, "state": s.state, "metric": s.metric, "mode": s.mode,
-            "searcher": s.searcher, "total_trials": s.total_trials,
-            "trial_counts": dict(s.trial_counts), "best_value": s.best_value,
-            "created_at": s.created_at, "started_at": s.started_at,
-            "finished_at": s.finished_at}
+def _study_json(s: StudyRecord, detail: bool = False) -> dict[str, Any]:
+    out = {"name": s.name, "state": s.state, "metric": s.metric, "mode": s.mode,
+           "searcher": s.searcher, "total_trials": s.total_trials,
+           "trial_counts": dict(s.trial_counts), "best_value": s.best_value,
+           "created_at": s.created_at, "started_at": s.started_at,
+           "finished_at": s.finished_at}
+    if detail:
+        out.update(owner=s.owner, spec_file=s.spec_file, spec_text=s.spec_text,
+                   provenance=dict(s.provenance))
+    return out
 
 
-def _trials_json(store: Store, name: str, curves: bool) -> list[dict[str, Any]]:
-    return [_trial_json(t, curves) for t in store.get_trials(name, measurements=curves)]
+def _trials_json(store: Store, name: str, curves: bool | set[int]) -> list[dict[str, Any]]:
+    """The study's trials, with every step of all (``True``) or of the trials numbered in
+    ``curves``."""
+    trials = store.get_trials(name, measurements=curves)
+    if isinstance(curves, bool):
+        return [_trial_json(t, curves) for t in trials]
+    return [_trial_json(t, t.number in curves) for t in trials]
 
 
 def _trial_json(t: TrialRecord, curves: bool) -> dict[str, Any]:
@@ -305,8 +329,13 @@ def _trial_json(t: TrialRecord, curves: bool) -> dict[str, Any]:
         "number": t.number, "state": t.state, "config": dict(t.config), "arm": dict(t.arm),
         "best_value": t.best_value, "best_step": t.best_step, "last_step": t.last_step,
         "attempts": t.attempts, "error": t.error, "node": t.node, "seed": t.seed,
-        "repeat_of": t.repeat_of}
+        "repeat_of": t.repeat_of, "started_at": t.started_at, "finished_at": t.finished_at,
+        "checkpoints": list(t.checkpoints), "final_metrics": encode(dict(t.final_metrics))}
     if curves:
+        # JSON has no NaN or infinity: a diverged trial's metrics come as "NaN", "Infinity"
+        # and "-Infinity", as the store keeps them.
         out["measurements"] = [{"step": m.step, "attempt": m.attempt, "value": m.value,
-                                "metrics": dict(m.metrics)} for m in t.measurements]
+                                "metrics": encode(dict(m.metrics)),
+                                "recorded_at": m.recorded_at} for m in t.measurements]
     return out
+

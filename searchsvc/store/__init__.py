@@ -5,7 +5,7 @@ Implementations: :class:`SqlStore` (SQLAlchemy: SQLite embedded, PostgreSQL in p
 takes and returns are :mod:`searchsvc.core`'s. Knows nothing of Ray, searchers or analysis.
 """
 
-from searchsvc.store.base import Store
+from searchsvc.store.base import Store, StudyReader
 from searchsvc.store.memory import InMemoryStore
 from searchsvc.store.sql import SqlStore, default_storage_url, searchsvc_home
 
@@ -18,5 +18,5 @@ def open_store(url: str | None = None) -> Store:
     return SqlStore(url)
 
 
-__all__ = ["InMemoryStore", "SqlStore", "Store", "default_storage_url", "open_store",
-           "searchsvc_home"]
+__all__ = ["InMemoryStore", "SqlStore", "Store", "StudyReader", "default_storage_url",
+           "open_store", "searchsvc_home"]

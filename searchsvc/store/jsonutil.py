@@ -21,6 +21,12 @@ def _encode(value: Any) -> Any:
     return value
 
 
+def encode(value: Any) -> Any:
+    """``value`` as :func:`dumps` writes it: NaN and infinities as "NaN", "Infinity",
+    "-Infinity" (JSON has no such numbers), numpy scalars as Python's."""
+    return _encode(value)
+
+
 def dumps(value: Any) -> str:
     return json.dumps(_encode(value), allow_nan=False, default=str)
 

@@ -11,6 +11,7 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from searchsvc.core import EVENT_STOPPED_EARLY, TRIAL_COMPLETED
 from searchsvc.service import ServiceConfig, create_app
 from searchsvc.store import SqlStore, Store
 
@@ -58,7 +59,8 @@ def test_a_user_creates_lists_and_reads_a_study(client: TestClient, store: Store
 def test_another_users_study_is_not_found(client: TestClient, store: Store) -> None:
     ada, bob = store.create_token("ada"), store.create_token("bob")
     assert client.post("/studies", content=SPEC, headers=auth(ada)).status_code == 201
-    for path in ["/studies/quickstart", "/studies/quickstart/trials"]:
+    for path in ["/studies/quickstart", "/studies/quickstart/trials",
+                 "/studies/quickstart/trials?curves_of=0", "/studies/quickstart/events"]:
         assert client.get(path, headers=auth(bob)).status_code == 404
     assert client.get("/studies", headers=auth(bob)).json() == []
     assert client.get("/studies/nope", headers=auth(ada)).status_code == 404
@@ -102,7 +104,8 @@ def test_path_traversal_attempts_find_nothing(client: TestClient, store: Store,
 
 def test_the_openapi_document_is_published(client: TestClient) -> None:
     paths = client.get("/openapi.json").json()["paths"]
-    assert {"/health", "/studies", "/studies/{name}", "/studies/{name}/trials"} <= set(paths)
+    assert {"/health", "/studies", "/studies/{name}", "/studies/{name}/trials",
+            "/studies/{name}/events"} <= set(paths)
 
 
 def test_report_formats_are_a_closed_list_and_other_users_reports_are_hidden(
@@ -167,3 +170,45 @@ def test_a_lone_utf16_half_in_a_study_file_is_refused(client: TestClient,
         "<request>:1: metric: not valid Unicode: \\ud800 is half of a UTF-16 surrogate pair, "
         "and its other half is missing"]
     assert store.list_studies() == []
+
+
+def test_a_study_reads_whole_through_the_api_steps_of_chosen_trials_and_non_finite_metrics(
+        client: TestClient, store: Store) -> None:
+    """What ``searchsvc.load(name, server=...)`` reads: the study file and provenance, each
+    trial's timings and checkpoints, the steps of the trials asked for (a diverged step's NaN
+    and infinity as the store's strings, not a server error) and the scheduler's events."""
+    token = store.create_token("ada")
+    assert client.post("/studies", content=SPEC, headers=auth(token)).status_code == 201
+    study = store.get_study("quickstart")
+    store.update_study("quickstart", provenance={"host": "box", "seed": 7})
+    for number in (0, 1):
+        trial = store.start_trial(study.id, number=number, config={"lr": 0.1 * (number + 1)},
+                                  arm={}, seed=number).id
+        store.record_measurements(trial, 1, "min", [
+            (1, 0.5, {study.metric: 0.5, "loss": 1.5}),
+            (2, None, {study.metric: float("nan"), "loss": float("inf")})])
+        store.finish_trial(trial, TRIAL_COMPLETED, checkpoints=[f"/ckpt/{number}"])
+    store.record_event(study.id, 1, EVENT_STOPPED_EARLY, step=2, data={"rung": 1})
+
+    detail = client.get("/studies/quickstart", headers=auth(token)).json()
+    assert detail["spec_text"] == SPEC and detail["owner"] == "ada"
+    assert detail["provenance"] == {"host": "box", "seed": 7} and detail["spec_file"]
+    assert "spec_text" not in client.get("/studies", headers=auth(token)).json()[0]
+
+    plain = client.get("/studies/quickstart/trials", headers=auth(token)).json()
+    assert [t["checkpoints"] for t in plain] == [["/ckpt/0"], ["/ckpt/1"]]
+    assert all(t["finished_at"] >= t["started_at"] > 0 for t in plain)
+    assert all("measurements" not in t for t in plain)
+    chosen = client.get("/studies/quickstart/trials?curves_of=1", headers=auth(token))
+    assert chosen.status_code == 200, chosen.text
+    [first, second] = chosen.json()
+    assert "measurements" not in first
+    assert [m["metrics"] for m in second["measurements"]] == [
+        {study.metric: 0.5, "loss": 1.5}, {study.metric: "NaN", "loss": "Infinity"}]
+    assert second["measurements"][1]["value"] is None
+    every = client.get("/studies/quickstart/trials?curves=true", headers=auth(token))
+    assert every.status_code == 200 and all(len(t["measurements"]) == 2 for t in every.json())
+
+    [event] = client.get("/studies/quickstart/events", headers=auth(token)).json()
+    assert (event["number"], event["kind"], event["step"], event["data"]) == (
+        1, "stopped_early", 2, {"rung": 1})

@@ -1,6 +1,7 @@
-"""The service runs what users submit: a study submitted over HTTP runs to completion, cancel
-stops it, and a service killed outright (with its drivers) resumes its studies on restart with
-every trial accounted for once. Real processes: `searchsvc serve` and its study drivers."""
+"""The service runs what users submit: a study submitted over HTTP runs to completion (and
+reads in Python through the service as from its store), cancel stops it, and a service killed
+outright (with its drivers) resumes its studies on restart with every trial accounted for once.
+Real processes: `searchsvc serve` and its study drivers."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
+import searchsvc
 from searchsvc.core import TRIAL_COMPLETED
 from searchsvc.testing.served import SPEC, Service, running_service
 
@@ -52,6 +55,20 @@ def test_a_study_submitted_with_the_cli_runs_and_its_report_downloads(service: S
     assert again.returncode == 4 and "already exists" in again.stderr
     other = cli("status", "nope")
     assert other.returncode == 3
+
+    # In Python, the study reads through the service as from the service's store, and its
+    # DataFrame is the trials.csv the service wrote.
+    remote = searchsvc.load("served", server=service.url, token=service.token)
+    local = searchsvc.load("served", storage=service.url_db)
+    frame = remote.trials_dataframe()
+    pd.testing.assert_frame_equal(frame, local.trials_dataframe())
+    pd.testing.assert_frame_equal(frame, pd.read_csv(tmp_path / "report" / "trials.csv"),
+                                  check_dtype=False)
+    assert [(t.number, t.best_value) for t in remote.best_trials] == [
+        (t.number, t.best_value) for t in local.best_trials] and len(remote.best_trials) == 6
+    pd.testing.assert_frame_equal(remote.measurements(), local.measurements())
+    assert len(remote.measurements().query("metric == 'val_loss'")) == 6 * 6
+    assert remote.next_study() == local.next_study()
 
 
 def test_cancel_stops_a_running_study_and_resume_runs_it_again(service: Service) -> None:
