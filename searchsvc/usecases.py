@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from searchsvc.codebundle import CodeBundle
     from searchsvc.driver.run import RunOptions, RunOutcome
     from searchsvc.report.writer import ReportFiles
+    from searchsvc.searchers import Searcher
 
 
 @dataclass(frozen=True)
@@ -62,23 +63,42 @@ def create(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
 def run(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
         overwrite: bool = False) -> StudyRun:
     """Create the study, run all its trials on Ray, and write its report."""
-    from searchsvc.driver.run import RunOptions, create_study, run_study
+    from searchsvc.driver.run import RunOptions, create_study
     from searchsvc.searchers import create_searcher
 
     options = options or RunOptions()
     searcher = create_searcher(spec)
     study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher)
-    outcome = run_study(study.name, store, options, spec=spec, searcher=searcher)
-    return StudyRun(outcome, report(study.name, store, spec=spec))
+    return _run_and_report(study, store, options, spec, searcher)
 
 
 def resume(name: str, store: Store, options: RunOptions | None = None) -> StudyRun:
     """Run the trials of study ``name`` that have not finished, then write its report."""
-    from searchsvc.driver.run import RunOptions, run_study
+    from searchsvc.driver.run import RunOptions
 
-    spec = spec_of(store.get_study(name))
-    outcome = run_study(name, store, options or RunOptions(), spec=spec)
-    return StudyRun(outcome, report(name, store, spec=spec))
+    study = store.get_study(name)
+    return _run_and_report(study, store, options or RunOptions(), spec_of(study), None)
+
+
+def _run_and_report(study: StudyRecord, store: Store, options: RunOptions, spec: StudySpec,
+                    searcher: Searcher | None) -> StudyRun:
+    """Run the study's unfinished trials and write its report; its experiment trackers (the
+    spec's ``tracking:``) follow the run and get the report's files at the end."""
+    from searchsvc.driver.run import results_dir_of, run_study
+    from searchsvc.tracking import ReportFolder, open_trackers
+
+    trackers = open_trackers(spec, results_dir_of(study))
+    try:
+        outcome = run_study(study.name, store, options, spec=spec, searcher=searcher,
+                            trackers=trackers)
+        files = report(study.name, store, spec=spec)
+        if trackers:
+            plots = files.folder / "plots"
+            attached = (*files.files.values(), *([plots] if "md" in files.files else []))
+            trackers.study_finished(outcome.study, ReportFolder(files.folder, attached))
+    finally:
+        trackers.close()
+    return StudyRun(outcome, files)
 
 
 def report(name: str, store: StudyReader, out_dir: str | Path | None = None,

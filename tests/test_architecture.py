@@ -143,6 +143,9 @@ FORBIDDEN = {
     "backends": {"driver", "store", "searchers", "analysis", "report", "service", "usecases",
                  "sqlalchemy", "fastapi"},
     "driver": {"service", "cli", "usecases", "fastapi"},
+    # Trackers get searchsvc's own records from the driver: no Ray, no store, no web.
+    "tracking": {"store", "searchers", "analysis", "report", "driver", "worker", "service",
+                 "backends", "usecases", "cli", "api", "ray", "sqlalchemy", "fastapi"},
 }
 RAY_USERS = {"driver", "worker"}  # the only parts that import ray
 WEB_USERS = {"service"}  # the only part that imports the web framework

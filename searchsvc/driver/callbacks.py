@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from ray import tune
 
@@ -21,14 +21,19 @@ from searchsvc.core import (
     TRIAL_INTERRUPTED,
     TRIAL_PRUNED,
     Curve,
+    Measurement,
     StudyRecord,
+    TrialRecord,
+    TrialState,
     is_finite_number,
 )
+from searchsvc.core.objectives import update_final
 from searchsvc.driver.detach import PicklesDetached
 from searchsvc.driver.progress import Progress
 from searchsvc.driver.raycompat import actor_key, actor_node_id
 from searchsvc.searchers import Observation, Searcher
 from searchsvc.store import Store
+from searchsvc.tracking import Tracker, Trackers
 from searchsvc.worker.context import META_KEY
 
 # Keys Ray adds to every result; everything else is the objective's own metrics.
@@ -53,6 +58,8 @@ class _Running:
     # Every report of the study's metric, as reported; the curve (finite values only) and the
     # best value come from core.Curve, the same rule a resumed study's replay follows.
     reports: list[tuple[int, float]] = field(default_factory=list)
+    final: dict[str, float] = field(default_factory=dict)  # last finite value of each metric
+    non_finite: str | None = None  # the first objective that became NaN/inf
     stopped_early: str | None = None  # why a scheduler stopped it
     unwritten: list[tuple[int, float | None, dict[str, Any]]] = field(default_factory=list)
     node: str | None = None  # where it runs, once known and not yet written
@@ -61,6 +68,7 @@ class _Running:
     failures: int = 0  # tries that failed and were retried
     retried: bool = False  # its next results may redo steps from an earlier checkpoint
     timed_out: bool = False
+    record: TrialRecord | None = None  # as the store started it (what trackers are given)
 
 
 # Results are written in groups, one transaction per group (per trial end, or at most this many
@@ -80,12 +88,17 @@ def user_metrics(result: dict[str, Any]) -> dict[str, Any]:
 
 class StoreCallback(PicklesDetached, tune.Callback):
     """Writes trial starts, every reported step, and trial ends into the store; feeds finished
-    trials back to the searcher; drives the progress display."""
+    trials back to the searcher; drives the progress display. ``trackers`` (MLflow,
+    TensorBoard) get each of those after the store has it, so a crash loses nothing there."""
 
     def __init__(self, store: Store, study: StudyRecord, searcher: Searcher, progress: Progress,
-                 trial_timeout_s: float | None = None):
+                 trial_timeout_s: float | None = None, trackers: Tracker | None = None):
         self.store, self.study, self.searcher, self.progress = store, study, searcher, progress
+        self.trackers = trackers or Trackers()
+        self.tracked: list[tuple[TrialRecord, list[Measurement]]] = []  # stored, not tracked
         self.metric, self.mode = study.metric, study.mode
+        # Every objective must be reported and finite (the first is ``metric``).
+        self.objectives = tuple(o.name for o in searcher.spec.objectives)
         self.trial_timeout_s = trial_timeout_s
         self.running: dict[str, _Running] = {}
         self.unwritten_since: float | None = None  # oldest result not yet in the store
@@ -101,8 +114,10 @@ class StoreCallback(PicklesDetached, tune.Callback):
             arm=meta.get("arm") or {}, seed=int(meta.get("seed", 0)),
             repeat_of=meta.get("repeat_of"),
         )
-        self.running[trial.trial_id] = _Running(record.id, record.number, record.attempts, trial)
+        self.running[trial.trial_id] = _Running(record.id, record.number, record.attempts, trial,
+                                                record=record)
         self.progress.trial_started(record.number)
+        self.trackers.trial_started(record)
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:
@@ -115,12 +130,16 @@ class StoreCallback(PicklesDetached, tune.Callback):
         if state.retried and step <= state.last_step:
             self._redo_from(state, step)
         state.retried, state.last_step = False, step
+        update_final(state.final, metrics)
+        for name in self.objectives:
+            reported = metrics.get(name)
+            if (_is_number(reported) and not math.isfinite(reported)
+                    and state.non_finite_step is None):
+                state.non_finite_step, state.non_finite = step, name
         value = metrics.get(self.metric)
-        if isinstance(value, int | float) and not isinstance(value, bool):
+        if _is_number(value):
             state.reported_metric = True
             state.reports.append((step, float(value)))
-            if not math.isfinite(value) and state.non_finite_step is None:
-                state.non_finite_step = step
         else:
             value = None
         state.unwritten.append((step, value, metrics))
@@ -175,6 +194,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
         """A retry restarted from an earlier checkpoint: its steps replace the ones recorded
         since then."""
         self._write(state)
+        self._track()
         self.store.discard_measurements(state.trial_id, state.attempt, step, self.mode)
         state.reports = [(s, v) for s, v in state.reports if s < step]
 
@@ -200,11 +220,17 @@ class StoreCallback(PicklesDetached, tune.Callback):
             for state in self.running.values():
                 self._write(state)
         self.unwritten_since = None
+        self._track()
 
     def _write(self, state: _Running) -> None:
         if state.unwritten:
             self.store.record_measurements(state.trial_id, state.attempt, self.mode,
                                            state.unwritten)
+            if self.trackers and state.record is not None:
+                now = time.time()
+                self.tracked.append((state.record, [
+                    Measurement(step, value, metrics, state.attempt, now)
+                    for step, value, metrics in state.unwritten]))
             state.unwritten = []
         if state.node is not None:
             self.store.set_trial_node(state.trial_id, state.node)
@@ -215,15 +241,17 @@ class StoreCallback(PicklesDetached, tune.Callback):
         if state is None:
             return
         error = None
+        unreported = [n for n in self.objectives if n not in state.final]
         if state.non_finite_step is not None:
             outcome = TRIAL_INFEASIBLE
-            error = f"{self.metric} became non-finite at step {state.non_finite_step}"
+            error = f"{state.non_finite} became non-finite at step {state.non_finite_step}"
         elif state.stopped_early is not None and state.reported_metric:
             outcome, error = TRIAL_PRUNED, state.stopped_early
-        elif not state.reported_metric:
+        elif not state.reported_metric or unreported:
             outcome = TRIAL_FAILED
             seen = ", ".join(sorted(state.metric_names)) or "nothing"
-            error = (f"the objective finished without reporting the metric {self.metric!r} "
+            missing = " and ".join(repr(n) for n in (unreported or [self.metric]))
+            error = (f"the objective finished without reporting the metric {missing} "
                      f"(it reported: {seen})")
         else:
             outcome = TRIAL_COMPLETED
@@ -268,15 +296,21 @@ class StoreCallback(PicklesDetached, tune.Callback):
                 self._write(state)
                 self.store.finish_trial(state.trial_id, TRIAL_INTERRUPTED,
                                         error="the study was stopped while this trial ran")
+        self._track()
         for state in self.running.values():
             self.progress.trial_finished(state.number, TRIAL_INTERRUPTED)
+            self._track_end(state, TRIAL_INTERRUPTED,
+                            "the study was stopped while this trial ran")
         self.running.clear()
 
     def _finish(self, trial: Any, state: _Running, outcome: str, error: str | None) -> None:
         with self.store.transaction():  # its last results and its end, together
             self._write(state)
             self.store.finish_trial(state.trial_id, outcome, error=error,
-                                    checkpoints=_checkpoint_dirs(trial))
+                                    checkpoints=_checkpoint_dirs(trial),
+                                    final_metrics=state.final)
+        self._track()
+        self._track_end(state, outcome, error)
         self.progress.trial_finished(state.number, outcome)
         config = {k: v for k, v in trial.config.items() if k != META_KEY}
         curve = Curve(state.reports)
@@ -284,8 +318,24 @@ class StoreCallback(PicklesDetached, tune.Callback):
         self.searcher.observe(Observation(
             number=state.number, config=config, state=outcome,
             value=best[1] if best and outcome in (TRIAL_COMPLETED, TRIAL_PRUNED) else None,
-            curve=curve,
+            curve=curve, final_metrics=dict(state.final),
         ))
+
+    def _track(self) -> None:
+        """Give the trackers the measurements just committed to the store."""
+        tracked, self.tracked = self.tracked, []
+        for record, items in tracked:
+            self.trackers.measurements(record, items)
+
+    def _track_end(self, state: _Running, outcome: str, error: str | None) -> None:
+        if self.trackers and state.record is not None:
+            self.trackers.trial_finished(replace(
+                state.record, state=TrialState(outcome), error=error, finished_at=time.time(),
+                last_step=state.last_step or None))
+
+
+def _is_number(value: Any) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _short(value: Any) -> str:
@@ -315,16 +365,15 @@ def _checkpoint_dirs(trial: Any) -> list[str]:
 
 
 class StudyStopper(PicklesDetached, tune.Stopper):
-    """Stops a trial after ``budget.max_steps`` reports, or as soon as its metric is NaN/inf
-    (a diverged run only wastes compute)."""
+    """Stops a trial after ``budget.max_steps`` reports, or as soon as one of its objectives
+    is NaN/inf (a diverged run only wastes compute)."""
 
-    def __init__(self, metric: str, max_steps: int | None):
-        self.metric, self.max_steps = metric, max_steps
+    def __init__(self, metrics: tuple[str, ...], max_steps: int | None):
+        self.metrics, self.max_steps = metrics, max_steps
 
     def __call__(self, trial_id: str, result: dict) -> bool:
-        value = result.get(self.metric)
-        if isinstance(value, int | float) and not isinstance(value, bool) and not math.isfinite(
-                value):
+        if any(_is_number(value := result.get(m)) and not math.isfinite(value)
+               for m in self.metrics):
             return True
         return bool(self.max_steps and result.get("training_iteration", 0) >= self.max_steps)
 

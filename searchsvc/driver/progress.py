@@ -63,6 +63,10 @@ class Progress:
         else:
             self.console.print(self._line())
 
+    def warn(self, message: str) -> None:
+        """Show a warning (above the live line on a terminal)."""
+        self.console.print(f"warning: {message}", markup=False)
+
     def trial_started(self, number: int) -> None:
         self.running.add(number)
         self._refresh()

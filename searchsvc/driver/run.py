@@ -41,6 +41,7 @@ from searchsvc.searchers.repeats import (
 from searchsvc.searchers.space import fits_space
 from searchsvc.spec import Noise, StudySpec, spec_of
 from searchsvc.store import Store, searchsvc_home
+from searchsvc.tracking import Tracker, Trackers, open_trackers
 from searchsvc.worker.context import META_KEY
 from searchsvc.worker.objective import (
     locate_objective,
@@ -125,10 +126,13 @@ def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
 
 
 def run_study(name: str, store: Store, options: RunOptions, *,
-              spec: StudySpec | None = None, searcher: Searcher | None = None) -> RunOutcome:
+              spec: StudySpec | None = None, searcher: Searcher | None = None,
+              trackers: Tracker | None = None) -> RunOutcome:
     """Run every trial of study ``name`` that has not finished (a new study, or a resume).
     ``spec``: the study's parsed file when the caller has it (else parsed from the store);
-    ``searcher``: a fresh searcher of it, not yet fed any observation (else made here)."""
+    ``searcher``: a fresh searcher of it, not yet fed any observation (else made here);
+    ``trackers``: the study's experiment trackers, which the caller ends after its report
+    (else made here from the spec's ``tracking:``, and ended here without a report)."""
     study = store.get_study(name)
     _claim(study, store)
     spec = spec or spec_of(study)
@@ -156,6 +160,8 @@ def run_study(name: str, store: Store, options: RunOptions, *,
                         live=options.live_progress)
     study = store.update_study(name, state=STUDY_RUNNING, started_at=study.started_at or
                                time.time(), driver=_driver_info())
+    own_trackers = trackers is None
+    trackers = _start_tracking(spec, study, trials, progress, trackers)
     reason = "all trials finished"
     started = time.monotonic()
     limit = spec.budget.time_limit_s
@@ -171,17 +177,18 @@ def run_study(name: str, store: Store, options: RunOptions, *,
 
             with _ray_session(spec, options, code_path(study)):
                 searched_all = run_own_search(backend, spec, study, store, progress, finished)
+            trackers.sync(store.get_trials(name, measurements=True))  # no per-trial calls
         elif started_ray:
             with _ray_session(spec, options, code_path(study)), ctrl_c.graceful():
                 if pending:
                     callback = _fit(spec, study, store, searcher, pending, history, progress,
-                                    options, limit)
+                                    options, limit, trackers)
                 plan = _repeat_plan(spec, store, name, searcher, noise)
                 left = None if limit is None else limit - (time.monotonic() - started)
                 todo = [p.number for p in plan if p.number not in finished]
                 if todo and not ctrl_c.pressed and (left is None or left > 0):
                     callback = _fit(spec, study, store, RepeatSearcher(spec, plan), todo, [],
-                                    progress, options, left)
+                                    progress, options, left, trackers)
     except KeyboardInterrupt:
         ctrl_c.pressed = True
     finally:
@@ -206,7 +213,27 @@ def run_study(name: str, store: Store, options: RunOptions, *,
         finished_at=time.time() if complete else None, driver={},
         **({} if backend.runs_own_search else {"total_trials": total}),
     )
+    if own_trackers:
+        trackers.study_finished(study, None)
+        trackers.close()
     return RunOutcome(study, len(done), total, reason)
+
+
+def results_dir_of(study: StudyRecord) -> Path:
+    """The study's results folder (its report, Ray's files, local tracking stores)."""
+    return Path(study.results_dir or searchsvc_home() / "results" / study.name)
+
+
+def _start_tracking(spec: StudySpec, study: StudyRecord, trials: list[TrialRecord],
+                    progress: Progress, trackers: Tracker | None) -> Tracker:
+    """The study's trackers (made from its spec unless given; their warnings shown with the
+    progress), brought level with the stored ``trials``."""
+    if trackers is None:
+        trackers = open_trackers(spec, results_dir_of(study))
+    if isinstance(trackers, Trackers) and trackers.notify is None:
+        trackers.notify = progress.warn
+    trackers.study_started(study, spec, trials)
+    return trackers
 
 
 def _warm_start_trials(spec: StudySpec, store: Store, owner: str | None = None,
@@ -241,7 +268,8 @@ def _warm_start_trials(spec: StudySpec, store: Store, owner: str | None = None,
 def _observation(trial: TrialRecord, number: int, metric: str) -> Observation:
     """A finished trial as its searcher saw it live: a value only when it ended with one."""
     value = trial.best_value if trial.state in (TRIAL_COMPLETED, TRIAL_PRUNED) else None
-    return Observation(number, trial.config, value, trial.state, curve=trial.curve(metric))
+    return Observation(number, trial.config, value, trial.state, curve=trial.curve(metric),
+                       final_metrics=trial.final_metrics)
 
 
 def _warm_start(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher
@@ -282,7 +310,7 @@ def _repeat_plan(spec: StudySpec, store: Store, name: str, searcher: Searcher,
 
 def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
          pending: list[int], history: list[Observation], progress: Progress,
-         options: RunOptions, time_limit_s: float | None) -> Any:
+         options: RunOptions, time_limit_s: float | None, trackers: Tracker | None = None) -> Any:
     from ray import tune
 
     from searchsvc.driver.callbacks import StoreCallback, StudyStopper
@@ -305,7 +333,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
     trainable = tune.with_resources(tune.with_parameters(run_trial, settings=settings), resources)
     callback = StoreCallback(store, study, searcher, progress,
-                             trial_timeout_s=spec.budget.trial_timeout_s)
+                             trial_timeout_s=spec.budget.trial_timeout_s, trackers=trackers)
     scheduler = create_scheduler(schedule, spec, callback)
     if isinstance(scheduler, StudyHyperBand):  # earlier runs' results fill the rungs
         for observation in history:
@@ -327,7 +355,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         run_config=tune.RunConfig(
             name=f"run-{time.strftime('%Y%m%d-%H%M%S')}",
             storage_path=str((results_dir / "ray").resolve()),
-            stop=StudyStopper(spec.metric, spec.budget.max_steps),
+            stop=StudyStopper(tuple(o.name for o in spec.objectives), spec.budget.max_steps),
             callbacks=[callback],
             verbose=0,
             log_to_file=True,

@@ -11,11 +11,14 @@ from searchsvc.spec.model import (
     ChoiceParameter,
     Condition,
     FixedParameter,
+    MlflowTracking,
     Noise,
     Parameter,
     RangeParameter,
     Resources,
     StudySpec,
+    TensorBoardTracking,
+    Tracking,
 )
 from searchsvc.spec.source import SpecSource
 from searchsvc.spec.stored import spec_of
@@ -28,6 +31,7 @@ __all__ = [
     "ChoiceParameter",
     "Condition",
     "FixedParameter",
+    "MlflowTracking",
     "Noise",
     "Parameter",
     "RangeParameter",
@@ -35,6 +39,8 @@ __all__ = [
     "SpecLimits",
     "SpecSource",
     "StudySpec",
+    "TensorBoardTracking",
+    "Tracking",
     "json_schema",
     "load_spec",
     "parse_spec",

@@ -196,6 +196,7 @@ class _SemanticCheck:
         resources = self._resources(m.resources)
         objectives = self._objectives()
         constraints = self._constraints({o.name for o in objectives})
+        noise = self._noise(params, len(objectives) > 1)
         if self.issues:
             raise SpecError(self.issues)
         return StudySpec(
@@ -216,7 +217,7 @@ class _SemanticCheck:
             parameters=MappingProxyType(params),
             parameter_order=order,
             checkpoints=Checkpoints(keep_best=m.checkpoints.keep_best),
-            noise=self._noise(params, len(objectives) > 1),
+            noise=noise,
             parent=m.parent,
             warm_start=m.warm_start.study if m.warm_start else None,
             tracking=_tracking(m.tracking),
