@@ -10,6 +10,12 @@ Mann-Whitney test finds no evidence (p >= 0.05) that its regrets are higher.
 
     .venv/bin/python benchmarks/quality.py [--seeds 10] [--trials 40] [--problems branin,...]
         [--methods tpe,gp] [--workers 2] [--out FILE.md] [--json FILE.json]
+    .venv/bin/python benchmarks/quality.py --multi-objective [--seeds 5] [--trials 60]
+
+``--multi-objective``: ZDT1 (4 dimensions, both objectives minimised, a known front), the
+hypervolume against the fixed reference point (1.1, 11) reached by ``bayesian`` (each sampler)
+in ``--trials`` trials and by ``random`` in twice as many; PASS when bayesian's median is at
+least random's.
 
 The in-process driver (searchsvc.searchers.sequential) measures the algorithm alone, without
 Ray; the digits objective runs through searchsvc.sdk.run_locally.
@@ -41,6 +47,7 @@ from objectives.synthetic import (  # noqa: E402
     HARTMANN6_OPTIMUM,
     branin_value,
     hartmann6_value,
+    zdt1_values,
 )
 from searchsvc.searchers import create_searcher  # noqa: E402
 from searchsvc.searchers.sequential import best_so_far, run_sequential  # noqa: E402
@@ -211,6 +218,73 @@ def not_worse(ours: list[float], theirs: list[float]) -> tuple[bool, float]:
     return statistics.median(ours) <= statistics.median(theirs) or p >= 0.05, p
 
 
+ZDT_DIMS = 4
+ZDT_REFERENCE = (1.1, 11.0)
+ZDT_METHODS = {  # name: (searcher, options, trials multiplier)
+    "bayesian (auto: gp)": ("bayesian", "{}", 1),
+    "bayesian tpe": ("bayesian", "{sampler: tpe}", 1),
+    "bayesian nsga2": ("bayesian", "{sampler: nsga2}", 1),
+    "random (2x trials)": ("random", "{}", 2),
+}
+
+
+def zdt_hypervolume(task: tuple[str, int, int]) -> tuple[str, int, float, float]:
+    """One run of ZDT_METHODS[name] on ZDT1: (name, seed, hypervolume, seconds)."""
+    from searchsvc.analysis.pareto import ObjectivePoint, hypervolume
+    from searchsvc.core import Objective
+
+    name, trials, seed = task
+    searcher, options, times = ZDT_METHODS[name]
+    params = "".join(f"  x{i}: {{low: 0.0, high: 1.0}}\n" for i in range(ZDT_DIMS))
+    text = (f"study: zdt\nobjective: x:y\nmetrics: [{{name: f1, mode: min}}, "
+            f"{{name: f2, mode: min}}]\nsearcher: {searcher}\nsearcher_options: {options}\n"
+            f"budget: {{trials: {trials * times}}}\nseed: {seed}\nparameters:\n{params}")
+    started = time.perf_counter()
+    found = run_sequential(create_searcher(parse_spec(text)), lambda c: dict(zip(
+        ("f1", "f2"), zdt1_values([c[f"x{i}"] for i in range(ZDT_DIMS)]), strict=True)))
+    points = [ObjectivePoint(o.number, "", (o.final_metrics["f1"], o.final_metrics["f2"]), (),
+                             o.config) for o in found]
+    volume = hypervolume((Objective("f1", "min"), Objective("f2", "min")), points,
+                         ZDT_REFERENCE)
+    return name, seed, volume, time.perf_counter() - started
+
+
+def multi_objective_main(seeds: int, trials: int, workers: int, out: Path,
+                         json_path: Path | None) -> None:
+    # The true front f2 = 1 - sqrt(f1), f1 in [0, 1], dominates up to (1.1, 11):
+    # integral of (11 - 1 + sqrt(f1)) over [0, 1], plus the strip 1 < f1 < 1.1 (0.1 x 11).
+    optimum = 10 + 2 / 3 + 0.1 * 11
+    tasks = [(m, trials, s) for m in ZDT_METHODS for s in range(seeds)]
+    volumes: dict[str, list[float]] = {}
+    seconds: dict[str, float] = {}
+    with ProcessPoolExecutor(workers, initializer=_init_worker) as pool:
+        for name, _, volume, took in pool.map(zdt_hypervolume, tasks):
+            volumes.setdefault(name, []).append(volume)
+            seconds[name] = seconds.get(name, 0.0) + took
+    random_median = statistics.median(volumes["random (2x trials)"])
+    rows = []
+    for name, (_, _, times) in ZDT_METHODS.items():
+        median = statistics.median(volumes[name])
+        verdict = ("" if name.startswith("random") else
+                   " PASS" if median >= random_median else " FAIL")
+        rows.append(f"| {name} | {trials * times} | {median:.3f} | {median / optimum:.3f} | "
+                    f"{min(volumes[name]):.3f}-{max(volumes[name]):.3f} | "
+                    f"{seconds[name] / seeds:.1f} |{verdict} |")
+    table = (
+        f"ZDT1 ({ZDT_DIMS} dimensions), hypervolume against ({ZDT_REFERENCE[0]}, "
+        f"{ZDT_REFERENCE[1]}), median of {seeds} seeds (the true front: {optimum:.3f})\n\n"
+        "| method | trials | median hypervolume | of the optimum | range | s per run | "
+        "vs random |\n|---|---|---|---|---|---|---|\n" + "\n".join(rows) + "\n\n"
+        f"Command: `.venv/bin/python benchmarks/quality.py --multi-objective --seeds {seeds} "
+        f"--trials {trials}`\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(table)
+    print("\n" + table)
+    if json_path:
+        json_path.write_text(json.dumps({"seeds": seeds, "trials": trials, "optimum": optimum,
+                                         "hypervolumes": volumes}, indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=10)
@@ -221,7 +295,13 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "quality.md")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--multi-objective", action="store_true",
+                        help="the ZDT1 hypervolume comparison instead (see the docstring)")
     args = parser.parse_args()
+    if args.multi_objective:
+        multi_objective_main(args.seeds, args.trials, args.workers,
+                             args.out.with_name("quality_multi_objective.md"), args.json)
+        return
     problems = [p for p in args.problems.split(",") if p]
     wanted = [w for w in args.methods.split(",") if w]
     methods = [m for m in METHODS if not wanted or any(w in m for w in wanted)]

@@ -2,6 +2,9 @@
 
 - ``branin``: 2-D, global minimum 0.397887 at three points.
 - ``hartmann6``: 6-D on [0, 1]^6, global minimum -3.32237.
+- ``zdt1``: the two-objective ZDT1 problem on [0, 1]^n (both minimised): its Pareto front is
+  f2 = 1 - sqrt(f1), reached where every x_i but the first is 0. Also reports ``memory_mb``,
+  rising with x0, to put a constraint on.
 - ``playbook``: a training-like toy with learning rate, weight decay and a scientific ``depth``
   whose effect is known: deeper is truly better, but only once its learning rate is tuned
   (deeper models need a smaller learning rate). Reports a curve per step like real training.
@@ -59,6 +62,19 @@ def hartmann6(config: dict) -> dict:
 
 # The playbook toy's ground truth, used by tests and the report's planted-truth checks.
 PLAYBOOK_FLOOR = {1: 0.30, 2: 0.22, 3: 0.17, 4: 0.16}  # best reachable loss per depth
+
+
+def zdt1_values(x: list[float]) -> tuple[float, float]:
+    f1 = x[0]
+    g = 1 + 9 * sum(x[1:]) / max(len(x) - 1, 1)
+    return f1, g * (1 - math.sqrt(f1 / g))
+
+
+def zdt1(config: dict) -> dict:
+    """Config: x0, x1, ... in [0, 1]. Returns f1, f2 (minimise both) and memory_mb."""
+    x = [config[f"x{i}"] for i in range(sum(1 for k in config if k.startswith("x")))]
+    f1, f2 = zdt1_values(x)
+    return {"f1": f1, "f2": f2, "memory_mb": 1000 + 3000 * x[0]}
 
 
 def playbook_best_lr(depth: int) -> float:

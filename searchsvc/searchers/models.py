@@ -91,16 +91,12 @@ def optuna_distribution(param: Parameter) -> Any:
     return FloatDistribution(param.low, param.high, log=log, step=param.step)
 
 
-# The user attribute an Optuna trial keeps its constraint violations in (Optuna's convention:
-# a value <= 0 is satisfied), read back by the samplers' ``constraints_func``.
-VIOLATIONS_ATTR = "searchsvc_violations"
-
-
 class OptunaModel(ArmModel):
     """Optuna's TPE (multivariate, grouped for conditional spaces, constant liar for parallel
     trials), GP or NSGA-II sampler, on an in-memory Optuna study, sampled define-by-run. A
     study with several objectives gets a multi-objective Optuna study (one direction per
-    objective); constraints go to the sampler's ``constraints_func``."""
+    objective); each constraint's violation is the trial's Optuna constraint (Optuna's
+    convention: <= 0 is satisfied), which every Optuna sampler reads."""
 
     def __init__(self, spec: StudySpec, context: Mapping[str, Any], seed: int, *, sampler: str,
                  warmup: int):
@@ -108,40 +104,35 @@ class OptunaModel(ArmModel):
         import optuna
 
         optuna.logging.set_verbosity(optuna.logging.WARNING)
-        constrained = partial(_violations_of, len(spec.constraints)) if spec.constraints else None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             impl: optuna.samplers.BaseSampler
             if sampler == "gp":
                 impl = optuna.samplers.GPSampler(seed=seed, n_startup_trials=warmup,
-                                                 warn_independent_sampling=False,
-                                                 constraints_func=constrained)
+                                                 warn_independent_sampling=False)
             elif sampler == "nsga2":
-                impl = optuna.samplers.NSGAIISampler(seed=seed, constraints_func=constrained,
-                                                     population_size=max(warmup, 4))
+                impl = optuna.samplers.NSGAIISampler(seed=seed, population_size=max(warmup, 4))
             else:
                 impl = optuna.samplers.TPESampler(
                     seed=seed, n_startup_trials=warmup, multivariate=True, group=True,
-                    constant_liar=True, constraints_func=constrained)
+                    constant_liar=True)
         self.study = optuna.create_study(
             directions=["minimize" if o.mode == "min" else "maximize" for o in spec.objectives],
             sampler=impl)
         self.asked: dict[int, Any] = {}
 
     def _outcome(self, value: float | None, state: str, final: Mapping[str, float] | None
-                 ) -> tuple[Any, dict[str, Any]]:
-        """What to tell Optuna of a finished trial: its values (None: failed) and its user
-        attributes (the constraint violations)."""
+                 ) -> tuple[Any, dict[str, float]]:
+        """What to tell Optuna of a finished trial: its value(s) (None: failed) and its
+        constraints by index (an unreported metric counts as violated)."""
         final = final or {}
-        attrs: dict[str, Any] = {}
-        if self.spec.constraints:
-            attrs[VIOLATIONS_ATTR] = [1.0 if v is None else v
-                                      for v in violations(self.spec.constraints, final)]
+        constraints = {str(i): 1.0 if v is None else v
+                       for i, v in enumerate(violations(self.spec.constraints, final))}
         if self.spec.multi_objective:
             values = objective_values(self.spec.objectives, final)
             return (list(values) if state == TRIAL_COMPLETED and values is not None
-                    else None), attrs
-        return value, attrs
+                    else None), constraints
+        return value, constraints
 
     def suggest(self, number: int) -> Values:
         with warnings.catch_warnings():
@@ -157,13 +148,13 @@ class OptunaModel(ArmModel):
         from optuna.trial import TrialState
 
         trial = self.asked.pop(number, None)
-        result, attrs = self._outcome(value, state, final_metrics)
+        result, constraints = self._outcome(value, state, final_metrics)
         multi = self.spec.multi_objective
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             if trial is not None:
-                for key, attr in attrs.items():
-                    trial.set_user_attr(key, attr)
+                for key, violation in constraints.items():
+                    trial.set_constraint(key, violation)
                 if multi:
                     if result is not None:
                         self.study.tell(trial, result)
@@ -180,13 +171,7 @@ class OptunaModel(ArmModel):
             params = {p.name: values[p.name] for p in self.active(values) if p.name in values}
             dists = {name: optuna_distribution(self.spec.parameters[name]) for name in params}
             kwargs: dict[str, Any] = {"params": params, "distributions": dists,
-                                      "user_attrs": attrs}
-            if VIOLATIONS_ATTR in attrs:
-                # Optuna reads the constraints of a trial it did not run itself from this
-                # system attribute (``after_trial`` sets it for the trials it asked for).
-                from optuna.samplers._base import _CONSTRAINTS_KEY
-
-                kwargs["system_attrs"] = {_CONSTRAINTS_KEY: tuple(attrs[VIOLATIONS_ATTR])}
+                                      "constraints": constraints or None}
             if multi and result is not None:
                 kwargs.update(state=TrialState.COMPLETE, values=result)
             elif multi:
@@ -202,11 +187,6 @@ class OptunaModel(ArmModel):
                 self.study.add_trial(optuna.trial.create_trial(**kwargs))
             except ValueError as exc:  # a value outside the space (the file was edited)
                 logging.getLogger(__name__).warning("not replayed into the model: %s", exc)
-
-
-def _violations_of(count: int, trial: Any) -> list[float]:
-    """A trial's constraint violations (a trial that failed before any: all violated)."""
-    return list(trial.user_attrs.get(VIOLATIONS_ATTR, [1.0] * count))
 
 
 def _optuna_suggest(trial: Any, param: Parameter) -> Any:

@@ -10,24 +10,30 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE, Curve, best_of
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE, Curve, best_of, final_metrics
 from searchsvc.searchers.base import Observation, Searcher
 
-Evaluate = Callable[[Mapping[str, Any]], float]
+Evaluate = Callable[[Mapping[str, Any]], float | Mapping[str, float]]
 
 
 def run_sequential(searcher: Searcher, evaluate: Evaluate) -> list[Observation]:
-    """Propose, evaluate and observe every trial of ``searcher`` in order; a non-finite value
-    makes the trial infeasible, as in a real study."""
+    """Propose, evaluate and observe every trial of ``searcher`` in order. ``evaluate``
+    returns the study's metric, or every metric by name (a multi-objective or constrained
+    study); a non-finite objective makes the trial infeasible, as in a real study."""
     observations = []
+    spec = searcher.spec
     for number in range(searcher.total_trials):
         proposal = searcher.propose(number)
-        value = float(evaluate(proposal.config))
-        finite = math.isfinite(value)
+        result = evaluate(proposal.config)
+        metrics = ({k: float(v) for k, v in result.items()} if isinstance(result, Mapping)
+                   else {spec.metric: float(result)})
+        value = metrics[spec.metric]
+        finite = all(math.isfinite(metrics[o.name]) for o in spec.objectives)
         observation = Observation(
             number, dict(proposal.config), value if finite else None,
             TRIAL_COMPLETED if finite else TRIAL_INFEASIBLE,
-            curve=Curve([(1, value)] if finite else ()))
+            curve=Curve([(1, value)] if finite else ()),
+            final_metrics=final_metrics([metrics]))
         searcher.observe(observation)
         observations.append(observation)
     return observations
