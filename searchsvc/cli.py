@@ -124,13 +124,28 @@ def _print_run(done: StudyRun) -> None:
     name, state = outcome.study.name, outcome.study.state
     out.print(f"study {name}: {state} — {outcome.finished}/{outcome.total} trials finished "
               f"({outcome.reason})")
-    if outcome.study.best_value is not None:
+    front = _pareto_front(report.files.get("json"))
+    if front is not None:
+        out.print(f"Pareto front: {len(front)} trials ({', '.join(map(str, front))})"
+                  if front else "Pareto front: no feasible trial reported every objective")
+    elif outcome.study.best_value is not None:
         out.print(f"best {outcome.study.metric}: {outcome.study.best_value:.6g}")
     if state != "completed":
         out.print(f"continue it with: searchsvc resume {name}")
     out.print(f"report: {report.main.resolve()}")
     if outcome.reason == STOPPED_BY_CTRL_C:
         raise typer.Exit(130)
+
+
+def _pareto_front(report_json: Path | None) -> list[int] | None:
+    """The front's trial numbers of a multi-objective study's report (None: one objective)."""
+    if report_json is None or not report_json.is_file():
+        return None
+    data = json.loads(report_json.read_text())
+    pareto = data.get("pareto_front")
+    if not pareto or len(pareto.get("objectives", ())) < 2:
+        return None
+    return [t["number"] for t in pareto["trials"]]
 
 
 @app.command("list")

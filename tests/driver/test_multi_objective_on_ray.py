@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from searchsvc.cli import _pareto_front
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.report import write_report
 from searchsvc.store import SqlStore
@@ -74,6 +75,7 @@ def test_a_constrained_two_objective_study_reports_its_front(ray_local, tmp_path
     for p in pareto["points"]:
         assert p["feasible"] == (values[p["number"]][2] <= MEMORY_MAX)
         assert p["values"] == pytest.approx(list(values[p["number"]][:2]))
+    assert set(_pareto_front(files.files["json"]) or ()) == front  # what `run` prints
     [memory] = report["constraints"]
     assert (memory["satisfied"], memory["violated"]) == (
         len(feasible), len(values) - len(feasible))
