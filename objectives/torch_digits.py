@@ -76,6 +76,9 @@ def train(config: dict) -> None:
                                  dtype=torch.float16, enabled=on_gpu)
     scaler = torch.amp.GradScaler(device.type, enabled=on_gpu)
     batch_size = int(config.get("batch_size", 64))
+    sdk.preflight_checks(  # a no-op in a trial; preflight's overfit and ln(10) checks
+        overfit_step=_overfit_step(config, x_train[:batch_size], y_train[:batch_size]),
+        num_classes=10)
     start = 1
     state = sdk.restore()
     if state is not None:
@@ -112,3 +115,20 @@ def train(config: dict) -> None:
             state=lambda epoch=epoch: {"model": model.state_dict(),
                                        "optimizer": optimizer.state_dict(), "epoch": epoch},
         )
+
+
+def _overfit_step(config: dict, x: torch.Tensor, y: torch.Tensor):  # -> Callable[[], float]
+    """One optimisation step on the fixed batch (x, y), with a model and optimiser of its own
+    (the trial's own model is untouched), returning the batch's loss before the step."""
+    model = build_model(config).to(x.device)
+    optimizer = make_optimizer(config, model.parameters())
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step() -> float:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+        return float(loss)
+
+    return step

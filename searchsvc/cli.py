@@ -23,6 +23,7 @@ from searchsvc.store import Store, open_store
 if TYPE_CHECKING:
     from searchsvc.api import Study
     from searchsvc.core import StudyRecord
+    from searchsvc.driver.preflight import PreflightResult
     from searchsvc.usecases import StudyRun
 
 app = typer.Typer(
@@ -90,15 +91,53 @@ def run(
         "--num-cpus", help="CPUs of the embedded Ray (default: all).")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v",
                                           help="Show the objectives' own output.")] = False,
+    no_preflight: Annotated[bool, typer.Option(
+        "--no-preflight", help="Start the study without preflight (the objective at the "
+        "centre of the space for a few steps, and the cost estimate).")] = False,
 ) -> None:
-    """Run a study: validate it, run its trials on Ray Tune, store them, write the report."""
+    """Run a study: validate it, preflight it, run its trials on Ray Tune, store them, write
+    the report."""
     from searchsvc import usecases
     from searchsvc.driver import RunOptions
 
     parsed = usecases.validate(spec)
     options = RunOptions(address=address, results_root=results, num_cpus=num_cpus,
                          verbose=verbose)
-    _print_run(usecases.run(parsed, _store(storage), options, overwrite=overwrite))
+    _print_run(usecases.run(parsed, _store(storage), options, overwrite=overwrite,
+                            preflight=not no_preflight, on_preflight=_print_preflight))
+
+
+@app.command()
+def preflight(
+    spec: Annotated[Path, typer.Argument(help="The study file.")],
+    address: AddressOpt = None,
+    num_cpus: Annotated[int | None, typer.Option(
+        "--num-cpus", help="CPUs of the embedded Ray (default: all).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v",
+                                          help="Show the objective's own output.")] = False,
+) -> None:
+    """Run the objective at the centre of the space for a few steps with one trial's
+    resources: check it imports, reports the study's metrics, finite values (and the sdk's
+    overfit-one-batch and initial-loss checks); print the time per step and the study's
+    estimated cost. Exit 12 with FILE:LINE messages when a check fails."""
+    from searchsvc import usecases
+    from searchsvc.driver import RunOptions
+    from searchsvc.driver.preflight import raise_if_failed
+
+    parsed = usecases.validate(spec)
+    found = usecases.preflight(parsed, RunOptions(address=address, num_cpus=num_cpus,
+                                                  verbose=verbose))
+    _print_preflight(found)
+    raise_if_failed(found)
+
+
+def _print_preflight(found: PreflightResult) -> None:
+    marks = {True: "ok  ", False: "FAIL", None: "skip"}
+    for check in found.checks:
+        out.print(f"preflight {marks[check.ok]} {check.name}: {check.detail}", markup=False)
+    for line in found.lines():
+        if not line.startswith("Preflight failed"):
+            out.print(line, markup=False)
 
 
 @app.command()

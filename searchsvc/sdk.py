@@ -4,6 +4,7 @@
 from searchsvc.worker.sdk import (
     device,
     max_steps,
+    preflight_checks,
     report,
     restore,
     run_locally,
@@ -11,5 +12,5 @@ from searchsvc.worker.sdk import (
     trial_context,
 )
 
-__all__ = ["device", "max_steps", "report", "restore", "run_locally", "seed_everything",
+__all__ = ["device", "max_steps", "preflight_checks", "report", "restore", "run_locally", "seed_everything",
            "trial_context"]

@@ -8,7 +8,7 @@ and running it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,6 +20,7 @@ from searchsvc.store import Store, StudyReader
 if TYPE_CHECKING:
     from searchsvc.analysis.compare import Comparison
     from searchsvc.codebundle import CodeBundle
+    from searchsvc.driver.preflight import PreflightResult
     from searchsvc.driver.run import RunOptions, RunOutcome
     from searchsvc.report.writer import ReportFiles
     from searchsvc.searchers import Searcher
@@ -61,15 +62,42 @@ def create(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
 
 
 def run(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
-        overwrite: bool = False) -> StudyRun:
-    """Create the study, run all its trials on Ray, and write its report."""
+        overwrite: bool = False, preflight: bool = True,
+        on_preflight: Callable[[PreflightResult], None] | None = None) -> StudyRun:
+    """Create the study, run all its trials on Ray, and write its report. ``preflight``: first
+    run the objective at the centre of the space for a few steps, in the same Ray session
+    (:mod:`searchsvc.driver.preflight`); a failed check raises
+    :class:`~searchsvc.driver.preflight.PreflightError` before the study is created, and the
+    checks and cost estimate go into the study's provenance (``on_preflight`` sees them first)."""
+    from searchsvc.driver.preflight import raise_if_failed, ray_session, run_preflight
     from searchsvc.driver.run import RunOptions, create_study
     from searchsvc.searchers import create_searcher
 
     options = options or RunOptions()
     searcher = create_searcher(spec)
-    study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher)
-    return _run_and_report(study, store, options, spec, searcher)
+    if not preflight:
+        study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher)
+        return _run_and_report(study, store, options, spec, searcher)
+    with ray_session(spec, options):
+        checked = run_preflight(spec, searcher=searcher)
+        if on_preflight is not None:
+            on_preflight(checked)
+        raise_if_failed(checked)
+        study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher)
+        study = store.update_study(study.name, provenance={**study.provenance,
+                                                           "preflight": checked.to_dict()})
+        return _run_and_report(study, store, options, spec, searcher)
+
+
+def preflight(spec: StudySpec, options: RunOptions | None = None) -> PreflightResult:
+    """Preflight alone (``searchsvc preflight``): its checks and the study's cost estimate;
+    stores nothing and raises nothing for a failed check (see ``result.issues``)."""
+    from searchsvc.driver.preflight import ray_session, run_preflight
+    from searchsvc.driver.run import RunOptions
+
+    options = options or RunOptions()
+    with ray_session(spec, options):
+        return run_preflight(spec)
 
 
 def resume(name: str, store: Store, options: RunOptions | None = None) -> StudyRun:

@@ -20,6 +20,7 @@ from searchsvc.analysis.noise import NoiseEstimate, estimate_noise
 from searchsvc.analysis.pareto import ParetoAnalysis, analyze_objectives
 from searchsvc.analysis.schedulers import Exploit, Rung, lineage, rungs
 from searchsvc.analysis.summary import StudySummary, summarize
+from searchsvc.analysis.telemetry import StudyTelemetry, study_telemetry
 from searchsvc.analysis.trials import ranked, search_trials
 from searchsvc.core import StudyRecord, TrialEvent, TrialRecord
 from searchsvc.spec import StudySpec
@@ -41,6 +42,8 @@ class StudyAnalysis:
     # Several objectives or constraints: the front, hypervolume, feasibility, and the checks
     # per objective (None for a single unconstrained metric).
     objectives: ParetoAnalysis | None = None
+    # Per-trial telemetry summaries, GPU-hours and the diagnoses drawn from them.
+    telemetry: StudyTelemetry | None = None
 
 
 def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
@@ -74,9 +77,11 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
     if comparison is not None:
         findings.insert(1, f"Compared with the parent study {parent[0].name!r}: "  # type: ignore[index]
                         f"{comparison.detail}.")
+    telemetry = study_telemetry(trials, spec.resources.gpu)
+    findings += [d + "." for d in telemetry.findings]
     return StudyAnalysis(summary, tuple(boundaries), tuple(isolation), tuple(curves),
                          importance, tuple(rungs(search, events)), tuple(lineage(events)),
-                         tuple(findings), next_study, noise, comparison, objectives)
+                         tuple(findings), next_study, noise, comparison, objectives, telemetry)
 
 
 def _objective_findings(pareto: ParetoAnalysis) -> list[str]:

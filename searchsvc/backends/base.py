@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from searchsvc.errors import SpecIssue
 from searchsvc.spec import StudySpec
-from searchsvc.worker.context import returned_metrics
+from searchsvc.worker.context import current, returned_metrics
 from searchsvc.worker.objective import resolve_objective
 
 
@@ -82,7 +82,11 @@ class RayBackend(Backend):
     summary = "a Ray Tune function trainable: def train(config) calling ray.tune.report"
 
     def run(self, config: dict[str, Any]) -> None:
-        returned = self.objective()(config)
+        objective = self.objective()
+        telemetry = current().telemetry
+        if telemetry is not None:  # the first step's time starts here, after the import
+            telemetry.restart()
+        returned = objective(config)
         if returned is not None:
             from searchsvc.worker.sdk import report
 

@@ -26,6 +26,10 @@ class Measurement:
     metrics: Mapping[str, Any]
     attempt: int = 1
     recorded_at: float = 0.0
+    # What the trial's worker measured over this step (step time, samples/s, CPU, RSS, GPU
+    # utilisation and memory, data wait; worker/telemetry.py), kept apart from the metrics.
+    # Empty when none was recorded; a field that could not be measured is absent.
+    telemetry: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Any, TypeGuard
 
 from ray import tune
 
+from searchsvc.analysis.telemetry import is_out_of_memory, oom_error
 from searchsvc.core import (
     EVENT_EXPLOIT,
     EVENT_RETRIED,
@@ -34,7 +35,7 @@ from searchsvc.driver.raycompat import actor_key, actor_node_id
 from searchsvc.searchers import Observation, Searcher
 from searchsvc.store import Store
 from searchsvc.tracking import Tracker, Trackers
-from searchsvc.worker.context import META_KEY
+from searchsvc.worker.context import META_KEY, TELEMETRY_KEY
 
 # Keys Ray adds to every result; everything else is the objective's own metrics.
 RAY_RESULT_KEYS = frozenset({
@@ -42,6 +43,7 @@ RAY_RESULT_KEYS = frozenset({
     "hostname", "node_ip", "time_since_restore", "iterations_since_restore", "training_iteration",
     "done", "experiment_tag", "checkpoint_dir_name", "should_checkpoint", "timesteps_total",
     "episodes_total", "timesteps_since_restore", "warmup_time", "experiment_id",
+    TELEMETRY_KEY,  # the worker's telemetry of the step (Measurement.telemetry), not a metric
 })
 
 
@@ -61,7 +63,9 @@ class _Running:
     final: dict[str, float] = field(default_factory=dict)  # last finite value of each metric
     non_finite: str | None = None  # the first objective that became NaN/inf
     stopped_early: str | None = None  # why a scheduler stopped it
-    unwritten: list[tuple[int, float | None, dict[str, Any]]] = field(default_factory=list)
+    # (step, value, metrics, telemetry) rows not yet in the store
+    unwritten: list[tuple[int, float | None, dict[str, Any], dict[str, Any]]] = field(
+        default_factory=list)
     node: str | None = None  # where it runs, once known and not yet written
     started: float = field(default_factory=time.monotonic)  # this try (retries restart it)
     last_step: int = 0
@@ -84,6 +88,21 @@ def user_metrics(result: dict[str, Any]) -> dict[str, Any]:
     if isinstance(result.get("time_total_s"), int | float):
         metrics["time_s"] = result["time_total_s"]
     return metrics
+
+
+def step_telemetry(result: dict[str, Any]) -> dict[str, Any]:
+    """The worker's telemetry of the step a Ray result reports (worker/telemetry.py). An
+    objective that called ``ray.tune.report`` itself sends none: then only the step's time is
+    known, from Ray, and ``source`` says so."""
+    telemetry = result.get(TELEMETRY_KEY)
+    if isinstance(telemetry, dict):
+        return dict(telemetry)
+    seconds = result.get("time_this_iter_s")
+    if not _is_number(seconds):
+        return {}
+    return {"step_time_s": float(seconds),
+            "source": "ray.tune.report (report through searchsvc.sdk for CPU, memory, GPU and "
+                      "data-wait telemetry)"}
 
 
 class StoreCallback(PicklesDetached, tune.Callback):
@@ -142,7 +161,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
             state.reports.append((step, float(value)))
         else:
             value = None
-        state.unwritten.append((step, value, metrics))
+        state.unwritten.append((step, value, metrics, step_telemetry(result)))
         if not state.node_recorded and result.get("hostname"):
             state.node = self._node_of(trial, result)
             state.node_recorded = True
@@ -229,8 +248,8 @@ class StoreCallback(PicklesDetached, tune.Callback):
             if self.trackers and state.record is not None:
                 now = time.time()
                 self.tracked.append((state.record, [
-                    Measurement(step, value, metrics, state.attempt, now)
-                    for step, value, metrics in state.unwritten]))
+                    Measurement(step, value, metrics, state.attempt, now, telemetry)
+                    for step, value, metrics, telemetry in state.unwritten]))
             state.unwritten = []
         if state.node is not None:
             self.store.set_trial_node(state.trial_id, state.node)
@@ -262,9 +281,18 @@ class StoreCallback(PicklesDetached, tune.Callback):
         if state is None:
             return
         error = self._failure_text(trial, state)
-        if state.failures:
+        outcome = TRIAL_FAILED
+        if not state.timed_out and is_out_of_memory(error):
+            # Infeasible, not failed: the searcher learns this region of the space is out of
+            # reach, and the error names the values most likely responsible.
+            config = {k: v for k, v in trial.config.items() if k != META_KEY}
+            outcome = TRIAL_INFEASIBLE
+            error = oom_error(error, config, self.searcher.spec.parameters.values())
+        if state.failures and outcome == TRIAL_INFEASIBLE:
+            error = f"{error} (after {state.failures} retries)"
+        elif state.failures:
             error = f"failed after {state.failures} retries: {error}"
-        self._finish(trial, state, TRIAL_FAILED, error)
+        self._finish(trial, state, outcome, error)
 
     def stopped_early(self, trial: Any, step: int, data: dict[str, Any]) -> None:
         """A scheduler stopped ``trial`` at ``step`` (it will complete as pruned)."""

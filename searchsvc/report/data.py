@@ -82,6 +82,8 @@ def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
         "constraints": constraints_data(analysis.objectives),
         "pareto_front": pareto_data(analysis.objectives),
         "findings": list(analysis.findings),
+        # per-trial summaries of the workers' telemetry, GPU-hours and the diagnoses
+        "telemetry": analysis.telemetry.as_dict() if analysis.telemetry else None,
         "next_study": analysis.next_study.text,
         "next_study_changes": list(analysis.next_study.changes),
         "provenance": dict(study.provenance),

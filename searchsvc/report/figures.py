@@ -9,6 +9,7 @@ from typing import Any, Protocol, TypeVar
 
 import plotly.graph_objects as go
 
+from searchsvc.analysis.telemetry import INPUT_BOUND_FRACTION, StudyTelemetry
 from searchsvc.report.plotdata import (
     AxisPlot,
     BarPlot,
@@ -207,4 +208,31 @@ def lineage_figure(plot: LineagePlot) -> go.Figure:
                                                          size=10)))
     fig.update_layout(title=plot.title, xaxis_title=plot.x_label, yaxis_title=plot.y_label,
                       **{**LAYOUT, "height": 160 + 22 * len(plot.lifetimes)})
+    return fig
+
+
+def telemetry_figure(telemetry: StudyTelemetry) -> go.Figure | None:
+    """Per trial (with telemetry): mean step time (bars, left axis) and the fraction of it
+    spent waiting for data (markers, right axis; the input-bound threshold dotted)."""
+    shown = [t for t in telemetry.trials if t.step_time_mean_s is not None]
+    if not shown:
+        return None
+    names = [str(t.number) for t in shown]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=names, y=[t.step_time_mean_s for t in shown],
+                         name="mean step time (s)"))
+    waits = [(n, t.data_wait_fraction) for n, t in zip(names, shown, strict=True)
+             if t.data_wait_fraction is not None]
+    if waits:
+        fig.add_trace(go.Scatter(x=[n for n, _ in waits], y=[w for _, w in waits],
+                                 mode="markers", name="data-wait fraction", yaxis="y2",
+                                 marker=dict(size=10, symbol="diamond")))
+        fig.add_hline(y=INPUT_BOUND_FRACTION, line_dash="dot", yref="y2",
+                      annotation_text="input-bound above this")
+    fig.update_layout(
+        title="Step time and data wait per trial", height=380, xaxis_title="trial",
+        xaxis_type="category", yaxis_title="mean step time (s)",
+        yaxis2=dict(title="waiting for data", overlaying="y", side="right", range=[0, 1],
+                    tickformat=".0%"),
+        legend=dict(orientation="h", y=-0.25))
     return fig

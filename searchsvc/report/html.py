@@ -22,7 +22,7 @@ from markupsafe import Markup
 from searchsvc.analysis import StudyAnalysis, TrialSummary
 from searchsvc.analysis.noise import arm_text
 from searchsvc.core import StudyRecord
-from searchsvc.report.figures import report_figures
+from searchsvc.report.figures import report_figures, telemetry_figure
 from searchsvc.report.plotdata import ReportPlots
 from searchsvc.spec import StudySpec
 
@@ -46,6 +46,8 @@ def render_html(study: StudyRecord, spec: StudySpec, analysis: StudyAnalysis,
 
     figures = {section: [_figure_view(key, fig) for key, fig in items]
                for section, items in report_figures(plots).items()}
+    drawn = telemetry_figure(analysis.telemetry) if analysis.telemetry else None
+    figures["telemetry"] = [] if drawn is None else [_figure_view("telemetry", drawn)]
     text = analysis.next_study.text
     return _environment().get_template("report.html").render(
         study=study, spec=spec, analysis=analysis, summary=analysis.summary, figures=figures,

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from searchsvc.analysis.telemetry import trial_telemetry
 from searchsvc.core import TrialRecord
 
 
@@ -15,6 +16,15 @@ def parameter_names(trials: Sequence[TrialRecord]) -> list[str]:
     for t in trials:
         names.update(dict.fromkeys(t.config))
     return list(names)
+
+
+TELEMETRY_COLUMNS = ("step_time_mean_s", "samples_per_s_mean", "data_wait_fraction",
+                     "cpu_percent_mean", "rss_mb_peak", "gpu_util_mean", "gpu_mem_peak_mb",
+                     "gpu_mem_total_mb", "gpu_name", "gpu_absent")
+
+
+def _rounded(value: Any) -> Any:
+    return round(value, 4) if isinstance(value, float) else value
 
 
 def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any]]]:
@@ -26,9 +36,14 @@ def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any
              "duration_s", "node", "repeat_of"]
     # Every metric's final value, as ``final_<metric>`` (a metric may share a parameter's name).
     metrics = list(dict.fromkeys(m for t in trials for m in t.final_metrics))
-    header = [*fixed, *(f"final_{m}" for m in metrics), *params, "error"]
+    # The trial's telemetry summary (analysis/telemetry.py), when any trial has telemetry.
+    measured = any(m.telemetry for t in trials for m in t.measurements)
+    summaries = {t.number: trial_telemetry(t) for t in trials} if measured else {}
+    telemetry = list(TELEMETRY_COLUMNS) if measured else []
+    header = [*fixed, *(f"final_{m}" for m in metrics), *telemetry, *params, "error"]
     rows = []
     for t in trials:
+        summary = summaries.get(t.number)
         duration = None
         if t.started_at and t.finished_at:
             duration = round(t.finished_at - t.started_at, 3)
@@ -37,6 +52,8 @@ def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any
             t.number, str(t.state), t.best_value, t.best_step or None, t.last_step or None,
             t.seed, t.attempts, duration, t.node or None, t.repeat_of,
             *(t.final_metrics.get(m) for m in metrics),
+            *(_rounded(getattr(summary, c)) if summary and summary.steps else None
+              for c in telemetry),
             *(t.config.get(p) for p in params),
             error[-1] if error else None,
         ])

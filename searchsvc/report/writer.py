@@ -75,6 +75,9 @@ def write_report(store: StudyReader, study_name: str, out_dir: str | Path | None
     return ReportFiles(folder, files)
 
 
+TELEMETRY_STEPS_LIMIT = 100_000  # steps read for the report's telemetry summaries
+
+
 def analyze_stored(store: StudyReader, study: StudyRecord, spec: StudySpec,
                    top_fraction: float = 0.2) -> tuple[list[TrialRecord], StudyAnalysis]:
     """The trials a report needs (measurements only for the curves it diagnoses and draws)
@@ -85,7 +88,11 @@ def analyze_stored(store: StudyReader, study: StudyRecord, spec: StudySpec,
     trials = store.get_trials(study.name)
     wanted = {t.number for t in curve_candidates(search_trials(trials), study.mode)}
     wanted |= {t.number for t in trials if t.repeat_of in wanted}  # their noise bands
-    trials = store.get_trials(study.name, measurements=wanted)
+    # The per-trial telemetry summaries need every trial's steps: read them all unless that
+    # is a very large study (then only the curve candidates' telemetry is summarised).
+    steps = sum(t.last_step or 0 for t in trials)
+    trials = store.get_trials(study.name, measurements=(
+        True if steps <= TELEMETRY_STEPS_LIMIT else wanted))
     analysis = analyze(study, spec, trials, store.get_events(study.name),
                        top_fraction=top_fraction, parent=_parent(store, spec, study.owner))
     return trials, analysis

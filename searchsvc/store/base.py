@@ -15,7 +15,9 @@ from typing import Any, Protocol
 
 from searchsvc.core import Curve, StudyRecord, TokenGrant, TrialEvent, TrialRecord
 
-MeasurementRow = tuple[int, "float | None", Mapping[str, Any]]  # (step, value, metrics)
+# (step, value, metrics) or (step, value, metrics, telemetry)
+MeasurementRow = (tuple[int, "float | None", Mapping[str, Any]]
+                  | tuple[int, "float | None", Mapping[str, Any], Mapping[str, Any]])
 
 # What Store.update_study may set.
 UPDATABLE_STUDY_FIELDS = frozenset({"state", "total_trials", "results_dir", "started_at",
@@ -107,7 +109,8 @@ class Store(ABC):
     def record_measurements(self, trial_id: int, attempt: int, mode: str,
                             items: Iterable[MeasurementRow]) -> None:
         """Append (step, value, metrics) rows of one attempt of trial ``trial_id`` (the
-        record's ``id``) and update its best and last step."""
+        record's ``id``) and update its best and last step. A row may carry a fourth element,
+        the step's telemetry (a mapping; ``Measurement.telemetry``, empty when absent)."""
 
     @abstractmethod
     def discard_measurements(self, trial_id: int, attempt: int, from_step: int, mode: str

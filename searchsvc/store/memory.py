@@ -99,6 +99,7 @@ class _Measurement:
     value: float | None
     metrics: str  # JSON
     recorded_at: float
+    telemetry: str | None = None  # JSON
 
 
 @dataclass(frozen=True)
@@ -287,9 +288,11 @@ class InMemoryStore(Store):
         last step. A non-finite value is kept in ``metrics`` and never becomes the best."""
         now = time.time()
         rows: list[_Measurement] = []
-        for step, value, metrics in items:
+        for step, value, metrics, *telemetry in items:
             kept = float(value) if value is not None and math.isfinite(value) else None
-            rows.append(_Measurement(attempt, step, kept, jsonutil.dumps(dict(metrics)), now))
+            rows.append(_Measurement(attempt, step, kept, jsonutil.dumps(dict(metrics)), now,
+                                     jsonutil.dumps(dict(telemetry[0]))
+                                     if telemetry and telemetry[0] else None))
         if not rows:
             return
         last = max(m.step for m in rows)
@@ -381,7 +384,9 @@ class InMemoryStore(Store):
             found = sorted(stored.get(row.id, ()), key=lambda m: (m.attempt, m.step))
             records.append(_trial_record(row, tuple(
                 Measurement(step=m.step, value=m.value, metrics=jsonutil.loads_metrics(m.metrics),
-                            attempt=m.attempt, recorded_at=m.recorded_at) for m in found)))
+                            attempt=m.attempt, recorded_at=m.recorded_at,
+                            telemetry=jsonutil.loads_metrics(m.telemetry) if m.telemetry else {})
+                for m in found)))
         return records
 
     # -- events --------------------------------------------------------------------------------

@@ -92,6 +92,7 @@ class MeasurementRow(Base):
     value: Mapped[float | None] = mapped_column(Float)
     metrics: Mapped[str] = mapped_column(Text, nullable=False)
     recorded_at: Mapped[float] = mapped_column(Float, nullable=False)
+    telemetry: Mapped[str | None] = mapped_column(Text)  # JSON: the worker's measurements
 
 
 class EventRow(Base):

@@ -36,6 +36,7 @@ from searchsvc.core import (
 from searchsvc.errors import ConflictError, NotFoundError, StoreError
 from searchsvc.store import jsonutil
 from searchsvc.store.base import UPDATABLE_STUDY_FIELDS, Store, best_point, token_hash
+from searchsvc.store.base import MeasurementRow as MeasurementItem
 from searchsvc.store.schema import EventRow, MeasurementRow, StudyRow, TokenRow, TrialRow
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -267,16 +268,18 @@ class SqlStore(Store):
                                     jsonutil.loads(row.config), jsonutil.loads(row.arm), ())
 
     def record_measurements(self, trial_id: int, attempt: int, mode: str,
-                            items: Iterable[tuple[int, float | None, Mapping[str, Any]]]) -> None:
+                            items: Iterable[MeasurementItem]) -> None:
         """Append (step, value, metrics) rows of one attempt and update the trial's best and
         last step. A non-finite value is kept in ``metrics`` and never becomes the best."""
         now = time.time()
         rows, points = [], []
-        for step, value, metrics in items:
+        for step, value, metrics, *telemetry in items:
             finite = value is not None and math.isfinite(value)
             rows.append({"trial_id": trial_id, "attempt": attempt, "step": step,
                          "value": float(value) if finite else None,  # type: ignore[arg-type]
-                         "metrics": jsonutil.dumps(dict(metrics)), "recorded_at": now})
+                         "metrics": jsonutil.dumps(dict(metrics)), "recorded_at": now,
+                         "telemetry": jsonutil.dumps(dict(telemetry[0]))
+                         if telemetry and telemetry[0] else None})
             points.append((step, value))
         if not rows:
             return
@@ -377,7 +380,8 @@ class SqlStore(Store):
                 for m in s.scalars(query):
                     by_trial[m.trial_id].append(Measurement(
                         step=m.step, value=m.value, metrics=jsonutil.loads_metrics(m.metrics),
-                        attempt=m.attempt, recorded_at=m.recorded_at))
+                        attempt=m.attempt, recorded_at=m.recorded_at,
+                        telemetry=jsonutil.loads_metrics(m.telemetry) if m.telemetry else {}))
             configs = jsonutil.loads_many([r[4] for r in rows])
             arms = jsonutil.loads_many([r[5] for r in rows])
             return [_trial_record_of(r, config, arm, tuple(by_trial[r[0]]))

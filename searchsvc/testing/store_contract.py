@@ -161,6 +161,21 @@ class StoreContract:
         assert trial.config == {"lr": 0.1} and trial.arm == {"d": 1} and trial.seed == 7
         assert trial.error == "diverged" and trial.finished_at is not None
 
+    def test_telemetry_is_kept_per_step_apart_from_the_metrics(self, store: Store) -> None:
+        study = new_study(store)
+        t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
+        telemetry = {"step_time_s": 0.25, "rss_mb": 310.5, "gpu": "none assigned",
+                     "gpu_ids": []}
+        store.record_measurements(t.id, 1, "min", [
+            (1, *loss(0.9), telemetry),
+            (2, *loss(0.5)),  # the three-element row stays valid: no telemetry
+            (3, *loss(0.4), {}),
+        ])
+        [trial] = store.get_trials("s", measurements=True)
+        assert [dict(m.telemetry) for m in trial.measurements] == [telemetry, {}, {}]
+        assert all("step_time_s" not in m.metrics for m in trial.measurements)
+        assert (trial.best_value, trial.last_step) == (0.4, 3)
+
     def test_a_seed_repeat_keeps_the_trial_it_repeats_across_attempts(self, store: Store
                                                                       ) -> None:
         study = new_study(store)

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 META_KEY = "__searchsvc__"  # reserved config key the runner uses to tell the wrapper its trial
+# Reserved result key: the step's telemetry (worker/telemetry.py), never one of the metrics.
+TELEMETRY_KEY = "searchsvc_telemetry"
 
 
 @dataclass(frozen=True)
@@ -22,6 +24,8 @@ class TrialContext:
     keep_checkpoints: bool = False
     # Set by run_locally: receives each report instead of Ray Tune.
     reporter: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False)
+    # The trial's telemetry collector (worker/telemetry.py), when it runs under Ray.
+    telemetry: Any = field(default=None, compare=False)
 
 
 _current: TrialContext | None = None

@@ -104,3 +104,15 @@ def run_locally(objective: Callable[[dict[str, Any]], Any], config: Mapping[str,
     finally:
         set_current(None)
     return reports
+
+
+def preflight_checks(*, overfit_step: Callable[[], float] | None = None,
+                     num_classes: int | None = None) -> None:
+    """Offer preflight (``searchsvc preflight``, and ``run`` before a study) two checks; a cheap
+    no-op in a trial. ``overfit_step``: one optimisation step on a fixed small batch, returning
+    its loss (preflight calls it 30 times and wants the last loss below half the first; give it
+    its own copy of the model so the run itself is untouched). ``num_classes``: a classifier's
+    class count (the first of those losses should be near ln(num_classes))."""
+    from searchsvc.worker import preflight
+
+    preflight.run_hook(overfit_step, num_classes)

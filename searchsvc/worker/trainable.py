@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from searchsvc.worker.context import TrialContext, set_current, split_config
 from searchsvc.worker.sdk import seed_everything
+from searchsvc.worker.telemetry import Telemetry
 
 
 class TrialBackend(Protocol):
@@ -41,10 +42,11 @@ class TrialSettings:
 
 def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
     user_config, meta = split_config(config)
+    telemetry = Telemetry()
     set_current(TrialContext(
         study=settings.study, number=int(meta.get("number", 0)), seed=int(meta.get("seed", 0)),
         max_steps=settings.max_steps, metric=settings.metric, mode=settings.mode,
-        keep_checkpoints=settings.keep_checkpoints,
+        keep_checkpoints=settings.keep_checkpoints, telemetry=telemetry,
     ))
     try:
         backend = settings.backend(
@@ -54,4 +56,5 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
         backend.run(user_config)
     finally:
         set_current(None)
+        telemetry.close()
 

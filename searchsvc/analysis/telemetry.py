@@ -1,0 +1,248 @@
+"""What the trials' telemetry (``Measurement.telemetry``, recorded by the trial worker at every
+step) says: a summary per trial, the study's GPU-hours, and three diagnoses:
+
+- **input-bound** trials: the loop waited for data (``sdk.data_loader``) more than
+  :data:`INPUT_BOUND_FRACTION` of its step time, over all the trial's steps;
+- **under-used GPUs**, with the packing that would fit: the trials' mean GPU utilisation is
+  below :data:`UNDERUSED_UTIL` percent, and k trials per GPU fit, for the largest k in
+  :data:`PACKINGS` above today's (``1 / resources.gpu``) with ``k x peak memory x``
+  :data:`MEMORY_HEADROOM` within the GPU's memory and ``k / today x utilisation <= 100%``
+  (the study-wide peak memory and mean utilisation: the most demanding trial must fit);
+- **out-of-memory** failures: a trial whose error is torch's out-of-memory is infeasible (the
+  driver classifies it with :func:`oom_error`, naming the searched numeric values highest in
+  their ranges, the likeliest cause), listed here.
+
+Pure: core records and the spec in, typed results out."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from searchsvc.core import TRIAL_INFEASIBLE, TrialRecord
+from searchsvc.spec.model import ChoiceParameter, Parameter, RangeParameter
+
+INPUT_BOUND_FRACTION = 0.5  # of step time spent waiting for data
+UNDERUSED_UTIL = 50.0  # percent: mean GPU utilisation below this is under-used
+PACKINGS = (2, 4, 8)  # trials per GPU considered
+MEMORY_HEADROOM = 1.2  # peak memory is multiplied by this when checking a packing fits
+OOM_PREFIX = "out of memory"  # the error of a trial the driver classified as out-of-memory
+_OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory")
+GIB = 1024.0
+
+
+@dataclass(frozen=True)
+class TrialTelemetry:
+    """One trial's telemetry over the steps of its latest attempt (None: not measured)."""
+
+    number: int
+    state: str
+    steps: int  # steps with telemetry
+    duration_s: float | None
+    step_time_mean_s: float | None
+    samples_per_s_mean: float | None
+    data_wait_fraction: float | None  # total wait / total step time (sdk.data_loader used)
+    cpu_percent_mean: float | None
+    rss_mb_peak: float | None
+    gpu_util_mean: float | None
+    gpu_mem_peak_mb: float | None
+    gpu_mem_total_mb: float | None
+    gpu_name: str | None
+    gpu_absent: str | None  # why there are no GPU fields ("gpu: none assigned", "nvml: ...")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    kind: str  # "input_bound", "underused_gpu", "out_of_memory"
+    trials: tuple[int, ...]
+    detail: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "trials": list(self.trials), "detail": self.detail,
+                **dict(self.data)}
+
+
+@dataclass(frozen=True)
+class StudyTelemetry:
+    trials: tuple[TrialTelemetry, ...]
+    gpu_per_trial: float
+    trial_hours: float
+    gpu_hours: float
+    diagnoses: tuple[Diagnosis, ...]
+
+    @property
+    def findings(self) -> list[str]:
+        return [d.detail for d in self.diagnoses]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"trials": [t.as_dict() for t in self.trials],
+                "gpu_per_trial": self.gpu_per_trial, "trial_hours": self.trial_hours,
+                "gpu_hours": self.gpu_hours,
+                "diagnoses": [d.as_dict() for d in self.diagnoses],
+                "thresholds": {"input_bound_fraction": INPUT_BOUND_FRACTION,
+                               "underused_gpu_util_percent": UNDERUSED_UTIL,
+                               "packings": list(PACKINGS), "memory_headroom": MEMORY_HEADROOM}}
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _numbers(rows: Iterable[Mapping[str, Any]], key: str) -> list[float]:
+    return [float(v) for r in rows if isinstance(v := r.get(key), int | float)
+            and not isinstance(v, bool) and math.isfinite(v)]
+
+
+def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
+    rows = [m.telemetry for m in trial.measurements
+            if m.attempt == trial.attempts and m.telemetry]
+    step_times = _numbers(rows, "step_time_s")
+    waits = [(float(r["data_wait_s"]), float(r["step_time_s"])) for r in rows
+             if isinstance(r.get("data_wait_s"), int | float)
+             and isinstance(r.get("step_time_s"), int | float)]
+    total_step = sum(t for _, t in waits)
+    wait = (min(sum(w for w, _ in waits) / total_step, 1.0) if waits and total_step > 0
+            else _mean(_numbers(rows, "data_wait_fraction")))
+    peaks, totals, rss = (_numbers(rows, "gpu_mem_peak_mb"), _numbers(rows, "gpu_mem_total_mb"),
+                          _numbers(rows, "rss_mb"))
+    names = [r["gpu_name"] for r in rows if isinstance(r.get("gpu_name"), str)]
+    absent = next((f"{k}: {r[k]}" for r in rows for k in ("gpu", "nvml")
+                   if isinstance(r.get(k), str)), None)
+    end = trial.finished_at or max((m.recorded_at for m in trial.measurements), default=None)
+    duration = end - trial.started_at if end and trial.started_at else None
+    return TrialTelemetry(
+        number=trial.number, state=str(trial.state), steps=len(rows), duration_s=duration,
+        step_time_mean_s=_mean(step_times),
+        samples_per_s_mean=_mean(_numbers(rows, "samples_per_s")),
+        data_wait_fraction=wait, cpu_percent_mean=_mean(_numbers(rows, "cpu_percent")),
+        rss_mb_peak=max(rss) if rss else None,
+        gpu_util_mean=_mean(_numbers(rows, "gpu_util_mean")),
+        gpu_mem_peak_mb=max(peaks) if peaks else None,
+        gpu_mem_total_mb=min(totals) if totals else None,
+        gpu_name=names[-1] if names else None, gpu_absent=None if peaks else absent)
+
+
+def study_telemetry(trials: Sequence[TrialRecord], gpu_per_trial: float) -> StudyTelemetry:
+    """Summaries, GPU-hours (each trial's duration x ``resources.gpu``) and diagnoses."""
+    summaries = tuple(trial_telemetry(t) for t in trials)
+    hours = sum(s.duration_s or 0.0 for s in summaries) / 3600.0
+    diagnoses = [*input_bound(summaries), *underused_gpu(summaries, gpu_per_trial),
+                 *out_of_memory(trials)]
+    return StudyTelemetry(summaries, gpu_per_trial, hours, hours * gpu_per_trial,
+                          tuple(diagnoses))
+
+
+def input_bound(summaries: Sequence[TrialTelemetry],
+                threshold: float = INPUT_BOUND_FRACTION) -> list[Diagnosis]:
+    bound = [s for s in summaries
+             if s.data_wait_fraction is not None and s.data_wait_fraction > threshold]
+    if not bound:
+        return []
+    waits = ", ".join(f"trial {s.number} {s.data_wait_fraction:.0%}" for s in bound)
+    utils = [s.gpu_util_mean for s in bound if s.gpu_util_mean is not None]
+    gpu = f"; the GPU meanwhile averaged {_mean(utils):.0f}% busy" if utils else ""
+    return [Diagnosis("input_bound", tuple(s.number for s in bound), (
+        f"Input-bound: {len(bound)} trial{'s' if len(bound) > 1 else ''} waited for data more "
+        f"than {threshold:.0%} of their step time ({waits}){gpu}: more DataLoader workers, "
+        "pinned memory or a cached/preprocessed dataset would speed them up"),
+        {"threshold": threshold})]
+
+
+def packing(util: float, peak_mb: float, total_mb: float, gpu_per_trial: float) -> int | None:
+    """The most trials per GPU that would fit (see the module's rule), or None."""
+    now = max(1, math.floor(1 / gpu_per_trial + 1e-9)) if 0 < gpu_per_trial <= 1 else 1
+    for k in sorted(PACKINGS, reverse=True):
+        if k > now and k * peak_mb * MEMORY_HEADROOM <= total_mb and util * k / now <= 100.0:
+            return k
+    return None
+
+
+def underused_gpu(summaries: Sequence[TrialTelemetry], gpu_per_trial: float) -> list[Diagnosis]:
+    measured = [s for s in summaries if s.gpu_util_mean is not None
+                and s.gpu_mem_peak_mb is not None and s.gpu_mem_total_mb]
+    if not measured or gpu_per_trial > 1:
+        return []
+    util = _mean([s.gpu_util_mean for s in measured if s.gpu_util_mean is not None]) or 0.0
+    peak = max(s.gpu_mem_peak_mb or 0.0 for s in measured)
+    total = min(s.gpu_mem_total_mb or 0.0 for s in measured)
+    if util >= UNDERUSED_UTIL:
+        return []
+    k = packing(util, peak, total, gpu_per_trial)
+    where = (f"mean GPU utilisation {util:.0f}% (under {UNDERUSED_UTIL:.0f}%), peak "
+             f"{peak / GIB:.1f} GiB of {total / GIB:.0f} GiB")
+    if k is None:
+        advice = "no tighter packing fits its peak memory with 20% headroom"
+    else:
+        advice = (f"resources.gpu: {1 / k:g} would fit {k} trials per GPU (k x peak x "
+                  f"{MEMORY_HEADROOM:g} <= GPU memory, k/now x utilisation <= 100%)")
+    return [Diagnosis("underused_gpu", tuple(s.number for s in measured),
+                      f"Under-used GPUs: {where}: {advice}",
+                      {"gpu_util_mean": util, "gpu_mem_peak_mb": peak,
+                       "gpu_mem_total_mb": total, "trials_per_gpu": k,
+                       "suggested_gpu": None if k is None else 1 / k})]
+
+
+def out_of_memory(trials: Sequence[TrialRecord]) -> list[Diagnosis]:
+    oom = [t for t in trials if t.state == TRIAL_INFEASIBLE
+           and (t.error or "").startswith(OOM_PREFIX)]
+    if not oom:
+        return []
+    details = "; ".join(f"trial {t.number}: {_cause(t.error or '')}" for t in oom)
+    return [Diagnosis("out_of_memory", tuple(t.number for t in oom), (
+        f"Out of memory: {len(oom)} trial{'s' if len(oom) > 1 else ''} ran out of GPU memory "
+        f"and count as infeasible ({details})"))]
+
+
+def _cause(error: str) -> str:
+    parts = error.split(". ")
+    return parts[1][0].lower() + parts[1][1:] if len(parts) > 1 and parts[1] else error
+
+
+# -- classifying a failed trial (used by the driver) ---------------------------------------
+
+def is_out_of_memory(error: str) -> bool:
+    """Whether a trial's error text is torch's (CUDA) out-of-memory error."""
+    return bool(_OOM.search(error))
+
+
+def oom_culprits(config: Mapping[str, Any], parameters: Iterable[Parameter]
+                 ) -> list[tuple[str, Any, float]]:
+    """The trial's values of the searched numeric parameters with their position in their
+    range (0 low end, 1 high end, on the parameter's scale), highest first."""
+    out = []
+    for p in parameters:
+        value = config.get(p.name)
+        if not p.searched or not isinstance(value, int | float) or isinstance(value, bool):
+            continue
+        if isinstance(p, RangeParameter) and p.high > p.low:
+            position = p.to_unit(value)
+        elif isinstance(p, ChoiceParameter):
+            numbers = [v for v in p.values if isinstance(v, int | float)
+                       and not isinstance(v, bool)]
+            if len(numbers) < 2 or max(numbers) == min(numbers):
+                continue
+            position = (value - min(numbers)) / (max(numbers) - min(numbers))
+        else:
+            continue
+        out.append((p.name, value, min(max(position, 0.0), 1.0)))
+    return sorted(out, key=lambda c: -c[2])
+
+
+def oom_error(error: str, config: Mapping[str, Any], parameters: Iterable[Parameter]) -> str:
+    """The error an out-of-memory trial is recorded with: the values likeliest responsible
+    (searched numeric values in the upper half of their range, at most three; else the
+    highest), then torch's own message."""
+    culprits = oom_culprits(config, parameters)
+    named = [c for c in culprits if c[2] >= 0.5][:3] or culprits[:1]
+    line = next((ln.strip() for ln in reversed(error.splitlines()) if _OOM.search(ln)),
+                error.strip().splitlines()[-1] if error.strip() else "")
+    cause = (", ".join(f"{n}={v} ({pos:.0%} of its range)" for n, v, pos in named)
+             if named else "no searched numeric parameter")
+    return f"{OOM_PREFIX}. Most likely from {cause}. {line}"

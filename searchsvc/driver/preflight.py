@@ -1,0 +1,175 @@
+"""Preflight (``searchsvc preflight``, and ``run`` before a study unless ``--no-preflight``):
+the objective at the centre of the space, for a few steps, as ONE Ray task holding the study's
+per-trial resources, through the study's own backend. It checks what a study would otherwise
+find out after spending its budget (the objective imports, reports the study's metrics, finite
+values, the sdk hook's overfit-one-batch and initial-loss checks), and estimates the study's
+cost from the measured time per step. The checks and the estimate are pure
+(:mod:`searchsvc.analysis.preflight`); this module only runs the task in the Ray session the
+caller opened.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from searchsvc.analysis.preflight import (
+    Check,
+    CostEstimate,
+    HookResult,
+    Probe,
+    Timing,
+    budget_fraction,
+    centre_config,
+    check_probe,
+    concurrency_of,
+    estimate_cost,
+    preflight_steps,
+    summary_lines,
+    timing_of,
+)
+from searchsvc.backends import backend_class
+from searchsvc.errors import SearchsvcError, SpecIssue
+from searchsvc.searchers import Searcher, create_searcher
+from searchsvc.searchers.repeats import planned_repeats, repeat_settings
+from searchsvc.searchers.space import trial_seed
+from searchsvc.spec import StudySpec
+from searchsvc.worker.context import META_KEY
+from searchsvc.worker.objective import search_paths_for
+
+PREFLIGHT_TIMEOUT_S = 600.0
+
+
+class PreflightError(SearchsvcError):
+    """Preflight found the objective would fail the study; every problem as FILE:LINE."""
+
+    exit_code = 12
+    http_status = 422
+
+    def __init__(self, issues: list[SpecIssue], result: PreflightResult | None = None):
+        self.issues = issues
+        self.result = result
+        super().__init__("preflight failed:\n" + "\n".join(i.render() for i in issues))
+
+
+@dataclass(frozen=True)
+class PreflightResult:
+    config: dict[str, Any]
+    steps: int
+    checks: tuple[Check, ...]
+    issues: tuple[SpecIssue, ...]
+    timing: Timing | None
+    estimate: CostEstimate | None
+    seconds: float  # preflight's own wall time
+    probe: Probe = field(repr=False, default_factory=Probe)
+
+    @property
+    def ok(self) -> bool:
+        return not self.issues
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the study's provenance and report.json keep (``preflight``)."""
+        return {
+            "ok": self.ok, "config": self.config, "steps": self.steps,
+            "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in self.checks],
+            "issues": [i.render() for i in self.issues],
+            "timing": None if self.timing is None else {
+                "step_s": self.timing.step_s, "setup_s": self.timing.setup_s,
+                "worker_start_s": self.timing.worker_start_s,
+                "trial_overhead_s": self.timing.trial_overhead_s,
+                "steps_measured": self.timing.steps_measured},
+            "estimate": None if self.estimate is None else self.estimate.to_dict(),
+            "seconds": self.seconds,
+        }
+
+    def lines(self) -> list[str]:
+        return summary_lines(self.to_dict())
+
+
+def run_preflight(spec: StudySpec, *, code: str | None = None,
+                  searcher: Searcher | None = None,
+                  timeout_s: float = PREFLIGHT_TIMEOUT_S) -> PreflightResult:
+    """Run preflight in the Ray session this process has (the caller opens it, e.g. with the
+    run's own session so Ray starts once). Raises nothing for a failed check: the result's
+    ``issues`` say what failed (:func:`raise_if_failed`)."""
+    import ray
+
+    from searchsvc.worker.preflight import probe
+    from searchsvc.worker.trainable import TrialSettings
+
+    started = time.monotonic()
+    searcher = searcher or create_searcher(spec)
+    backend = backend_class(spec.backend)
+    steps = preflight_steps(spec)
+    config = centre_config(spec)
+    settings = TrialSettings(
+        study=spec.name, objective=spec.objective,
+        search_paths=tuple(search_paths_for(spec.source.file, code)), metric=spec.metric,
+        mode=spec.mode, max_steps=spec.budget.max_steps, keep_checkpoints=False,
+        backend=backend, backend_options=tuple(sorted(spec.backend_options.items())))
+    meta = {"number": 0, "seed": trial_seed(spec.seed, 0), "preflight": True}
+    task = ray.remote(max_calls=1, max_retries=0)(probe).options(
+        num_cpus=spec.resources.cpu, num_gpus=spec.resources.gpu)
+    ref = task.remote({**config, META_KEY: meta}, settings, steps, time.time())
+    try:
+        raw = ray.get(ref, timeout=timeout_s)
+    except ray.exceptions.GetTimeoutError:
+        ray.cancel(ref, force=True)
+        raise PreflightError([spec.source.issue(
+            ("objective",), f"preflight's {steps} step(s) did not finish in {timeout_s:.0f} s")]
+        ) from None
+    hook = raw["hook"]
+    found = Probe(
+        reports=tuple(raw["reports"]), times_s=tuple(raw["times_s"]), crash=raw["crash"],
+        crashed_at_import=raw["crashed_at_import"], returned=raw["returned"],
+        hook=None if hook is None else HookResult(tuple(hook["overfit_losses"]),
+                                                  hook["num_classes"], hook["error"]),
+        hook_s=raw["hook_s"], start_s=raw["start_s"], import_s=raw["import_s"],
+        warm_first_s=raw["warm_first_s"])
+    checks, issues = check_probe(spec, found)
+    timing = timing_of(found)
+    estimate = None
+    if timing is not None and not issues:
+        estimate = _estimate(spec, searcher, backend.runs_own_search, timing, found)
+    return PreflightResult(config, steps, tuple(checks), tuple(issues), timing, estimate,
+                           time.monotonic() - started, found)
+
+
+def _estimate(spec: StudySpec, searcher: Searcher, own_search: bool, timing: Timing,
+              probe: Probe) -> CostEstimate:
+    import ray
+
+    notes = []
+    repeats = planned_repeats(repeat_settings(spec, searcher, own_search), len(searcher.arms))
+    steps = spec.budget.max_steps
+    if steps is None:
+        steps = len(probe.reports)
+        if not probe.returned:
+            notes.append(f"budget.max_steps is not set and the objective went on past "
+                         f"{steps} steps: the estimate counts {steps} steps per trial")
+    cluster = ray.cluster_resources()
+    concurrency, why = concurrency_of(
+        spec.budget.max_concurrent, spec.resources.cpu, spec.resources.gpu,
+        cluster.get("CPU"), cluster.get("GPU"), searcher.total_trials + repeats)
+    notes.append("time per step measured at the centre of the space; larger models or "
+                 "batches in the space cost more")
+    return estimate_cost(
+        trials=searcher.total_trials, repeats=repeats, steps=steps,
+        fraction=budget_fraction(searcher.schedule()), timing=timing,
+        concurrency=concurrency, cpu=spec.resources.cpu, gpu=spec.resources.gpu,
+        concurrency_from=why, notes=notes)
+
+
+def raise_if_failed(result: PreflightResult) -> PreflightResult:
+    if result.issues:
+        raise PreflightError(list(result.issues), result)
+    return result
+
+
+def ray_session(spec: StudySpec, options: Any, code: str | None = None) -> Any:
+    """The run's Ray session (started or attached as ``run`` does, once for preflight and the
+    study; a Ray already initialised in this process is used as it is)."""
+    from searchsvc.driver.run import _ray_session
+
+    return _ray_session(spec, options, code)

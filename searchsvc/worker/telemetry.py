@@ -1,0 +1,239 @@
+"""Per-trial telemetry, collected in the trial's worker process without the objective doing
+anything: at every step it reports (through :func:`searchsvc.sdk.report`, or by returning its
+result), the wall time of the step, samples/s when it said how many examples the step
+processed, the process's CPU and resident memory (psutil), the fraction of the step spent
+waiting for data when its loop iterates :func:`searchsvc.sdk.data_loader`, and the utilisation
+and memory of the GPU(s) Ray assigned it, sampled by NVML (``nvidia-ml-py``) in a background
+thread every :data:`GPU_SAMPLE_S` seconds.
+
+What cannot be measured is **absent, with the reason**: a trial without a GPU has no GPU fields
+and ``"gpu": "none assigned"``; one whose NVML fails has ``"nvml": "unavailable: <reason>"``.
+Never zeros. The step's telemetry travels to the driver inside the Ray result under
+:data:`searchsvc.worker.context.TELEMETRY_KEY`, kept apart from the objective's metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+GPU_SAMPLE_S = 0.25  # NVML sampling period
+MB = 1024 * 1024
+
+
+def assigned_gpus() -> list[str]:
+    """The GPUs this trial holds: Ray's assignment inside a Ray worker, else the ids in
+    ``CUDA_VISIBLE_DEVICES`` (physical indices or UUIDs, as NVML names them)."""
+    ids: list[Any] = []
+    if "ray" in sys.modules:
+        try:
+            import ray
+
+            if ray.is_initialized():
+                ids = list(ray.get_gpu_ids())
+        except Exception:  # outside a Ray worker
+            ids = []
+    if not ids:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+        ids = [v.strip() for v in visible.split(",") if v.strip() and v.strip() != "-1"]
+    return [str(i) for i in ids]
+
+
+class _GpuSampler:
+    """NVML samples of the assigned GPUs' utilisation and memory, in a daemon thread. Each
+    :meth:`take` returns the summary since the previous one."""
+
+    def __init__(self, gpu_ids: list[str], period_s: float = GPU_SAMPLE_S):
+        import pynvml  # type: ignore[import-untyped]
+
+        self.nvml = pynvml
+        pynvml.nvmlInit()
+        try:
+            self.handles = [pynvml.nvmlDeviceGetHandleByUUID(g) if not g.isdigit()
+                            else pynvml.nvmlDeviceGetHandleByIndex(int(g)) for g in gpu_ids]
+            self.names = [_text(pynvml.nvmlDeviceGetName(h)) for h in self.handles]
+            self.total_mb = sum(pynvml.nvmlDeviceGetMemoryInfo(h).total for h in self.handles) / MB
+        except Exception:
+            pynvml.nvmlShutdown()
+            raise
+        self.gpu_ids, self.period_s, self.pid = gpu_ids, period_s, os.getpid()
+        self.lock = threading.Lock()
+        self.utils: list[float] = []
+        self.peak_mb: float | None = None
+        self.scope = "process"
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._loop, name="searchsvc-gpu-telemetry",
+                                       daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while not self.stopping.is_set():
+            with contextlib.suppress(Exception):  # a transient NVML error loses one sample
+                self._sample()
+            self.stopping.wait(self.period_s)
+
+    def _sample(self) -> None:
+        nvml = self.nvml
+        util = sum(nvml.nvmlDeviceGetUtilizationRates(h).gpu for h in self.handles) / len(
+            self.handles)
+        used, scope = 0.0, "process"
+        for handle in self.handles:
+            mine = None
+            try:
+                for proc in nvml.nvmlDeviceGetComputeRunningProcesses(handle):
+                    if proc.pid == self.pid and proc.usedGpuMemory is not None:
+                        mine = (mine or 0) + proc.usedGpuMemory
+            except nvml.NVMLError:
+                mine = None
+            if mine is None:  # not listed (e.g. another PID namespace): the whole device's
+                mine, scope = nvml.nvmlDeviceGetMemoryInfo(handle).used, "device"
+            used += mine
+        with self.lock:
+            self.utils.append(float(util))
+            self.peak_mb = max(self.peak_mb or 0.0, used / MB)
+            if scope == "device":
+                self.scope = "device"
+
+    def take(self) -> dict[str, Any]:
+        with self.lock:
+            utils, peak = self.utils, self.peak_mb
+            self.utils, self.peak_mb = [], None
+        if not utils:  # a step shorter than the sampling period: sample it now
+            try:
+                self._sample()
+            except Exception as exc:
+                return {"nvml": f"unavailable: {type(exc).__name__}: {exc}"}
+            with self.lock:
+                utils, peak = self.utils, self.peak_mb
+                self.utils, self.peak_mb = [], None
+        return {"gpu_ids": list(self.gpu_ids), "gpu_name": ", ".join(self.names),
+                "gpu_util_mean": sum(utils) / len(utils), "gpu_mem_peak_mb": peak,
+                "gpu_mem_total_mb": self.total_mb, "gpu_mem_scope": self.scope,
+                "gpu_samples": len(utils)}
+
+    def close(self) -> None:
+        self.stopping.set()
+        self.thread.join(timeout=2 * self.period_s + 1)
+        with contextlib.suppress(Exception):
+            self.nvml.nvmlShutdown()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class Telemetry:
+    """One trial's collector: :meth:`step` at each report gives that step's telemetry."""
+
+    def __init__(self, gpu_ids: list[str] | None = None):
+        self.last = time.perf_counter()
+        self.waited_s = 0.0  # waiting in a data_loader's next() since the last step
+        self.loader_used = False
+        self.process: Any = None
+        self.process_error: str | None = None
+        try:
+            import psutil  # type: ignore[import-untyped]
+
+            self.process = psutil.Process()
+            self.process.cpu_percent(None)  # starts the measuring interval
+        except Exception as exc:
+            self.process_error = f"unavailable: {type(exc).__name__}: {exc}"
+        self.gpu_ids = assigned_gpus() if gpu_ids is None else gpu_ids
+        self.sampler: _GpuSampler | None = None
+        self.gpu_absent: dict[str, str] = {}
+        if not self.gpu_ids:
+            self.gpu_absent = {"gpu": "none assigned"}
+        else:
+            try:
+                self.sampler = _GpuSampler(self.gpu_ids)
+            except Exception as exc:  # no driver, no library, a bad id
+                self.gpu_absent = {"nvml": f"unavailable: {type(exc).__name__}: {exc}"}
+
+    def restart(self) -> None:
+        """Start the next step's clock now (the objective is about to be called: its import
+        and the worker's setup are not part of its first step)."""
+        self.last = time.perf_counter()
+        self.waited_s = 0.0
+        if self.process is not None:
+            with contextlib.suppress(Exception):
+                self.process.cpu_percent(None)
+
+    def waited(self, seconds: float) -> None:
+        self.waited_s += seconds
+        self.loader_used = True
+
+    def step(self, samples: int | float | None = None) -> dict[str, Any]:
+        now = time.perf_counter()
+        step_time = now - self.last
+        out: dict[str, Any] = {"step_time_s": step_time}
+        if samples is not None:
+            out["samples"] = samples
+            if step_time > 0:
+                out["samples_per_s"] = samples / step_time
+        if self.loader_used:
+            out["data_wait_s"] = self.waited_s
+            out["data_wait_fraction"] = min(self.waited_s / step_time, 1.0) if step_time > 0 \
+                else 0.0
+        if self.process is not None:
+            try:
+                out["cpu_percent"] = self.process.cpu_percent(None)
+                out["rss_mb"] = self.process.memory_info().rss / MB
+            except Exception as exc:
+                out["psutil"] = f"unavailable: {type(exc).__name__}: {exc}"
+        else:
+            out["psutil"] = self.process_error
+        if self.sampler is not None:
+            out.update(self.sampler.take())
+        else:
+            out.update(self.gpu_absent)
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            try:
+                if torch.cuda.is_available() and torch.cuda.is_initialized():
+                    out["torch_max_allocated_mb"] = torch.cuda.max_memory_allocated() / MB
+            except Exception:
+                pass
+        self.waited_s = 0.0
+        self.last = time.perf_counter()  # the time spent here is not the next step's
+        return out
+
+    def close(self) -> None:
+        if self.sampler is not None:
+            self.sampler.close()
+            self.sampler = None
+
+
+class TimedLoader:
+    """An iterable that times how long each ``next()`` of the wrapped one takes and tells the
+    running trial's telemetry. ``len()`` and other attributes pass through."""
+
+    def __init__(self, iterable: Iterable[Any]):
+        self.iterable = iterable
+
+    def __iter__(self) -> Iterator[Any]:
+        from searchsvc.worker.context import current
+
+        started = time.perf_counter()
+        iterator = iter(self.iterable)  # a DataLoader starts its workers here: counted too
+        while True:
+            try:
+                item = next(iterator)
+            except StopIteration:
+                return
+            telemetry = current().telemetry
+            if telemetry is not None:
+                telemetry.waited(time.perf_counter() - started)
+            yield item
+            started = time.perf_counter()
+
+    def __len__(self) -> int:
+        return len(self.iterable)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "iterable":
+            raise AttributeError(name)
+        return getattr(self.iterable, name)

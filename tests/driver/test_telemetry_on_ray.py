@@ -1,0 +1,106 @@
+"""Per-trial telemetry on a real Ray study (CPU only): every step of every trial carries the
+worker's telemetry beside (not inside) its metrics, the absent GPU is stated as absent (never
+zeros), a planted slow data loader is diagnosed input-bound and a fast one is not, and a planted
+torch out-of-memory error makes its trial infeasible with the culprit named."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE
+from searchsvc.driver import RunOptions, create_study, run_study
+from searchsvc.report import write_report
+from searchsvc.store import SqlStore
+from searchsvc.validation import validate_file
+
+pytestmark = pytest.mark.slow
+HERE = Path(__file__).resolve().parent
+GPU_FIELDS = ("gpu_util_mean", "gpu_mem_peak_mb", "gpu_mem_total_mb", "gpu_name")
+
+STUDY = """
+    study: telemetry
+    objective: telemetry_objectives:train
+    metric: loss
+    mode: min
+    searcher: grid
+    budget: {trials: 6, max_concurrent: 2, max_steps: 3}
+    noise: off
+    parameters:
+      loader: {role: scientific, values: [slow, fast]}
+      batch_size: {role: nuisance, values: [16, 64, 1024]}
+    """
+
+
+def test_telemetry_of_every_step_and_its_diagnoses(ray_local, tmp_path: Path) -> None:
+    shutil.copy(HERE / "telemetry_objectives.py", tmp_path / "telemetry_objectives.py")
+    path = tmp_path / "telemetry.yaml"
+    path.write_text(textwrap.dedent(STUDY))
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    spec = validate_file(path)
+    options = RunOptions(live_progress=False)
+    create_study(spec, store, options)
+    outcome = run_study(spec.name, store, options)
+    assert outcome.study.state == "completed"
+    trials = store.get_trials("telemetry", measurements=True)
+    assert len(trials) == 6
+    oom = [t for t in trials if t.config["batch_size"] == 1024]
+    ran = [t for t in trials if t.config["batch_size"] != 1024]
+    assert all(t.state == TRIAL_COMPLETED for t in ran)
+
+    # Telemetry for every step of every trial that ran, kept out of the metrics.
+    for t in ran:
+        assert [m.step for m in t.measurements] == [1, 2, 3]
+        for m in t.measurements:
+            tel = m.telemetry
+            assert tel["step_time_s"] > 0 and tel["rss_mb"] > 10
+            assert isinstance(tel["cpu_percent"], float)
+            assert tel["samples"] == 4 * t.config["batch_size"] and tel["samples_per_s"] > 0
+            assert 0 <= tel["data_wait_fraction"] <= 1
+            # No GPU here: stated as absent with the reason, not zero-filled.
+            assert tel["gpu"] == "none assigned"
+            assert not any(f in tel for f in GPU_FIELDS)
+            assert "searchsvc_telemetry" not in m.metrics and "step_time_s" not in m.metrics
+            assert set(m.metrics) == {"loss", "time_s"}
+        waits = [m.telemetry["data_wait_fraction"] for m in t.measurements]
+        if t.config["loader"] == "slow":  # 50 ms of loading per 5 ms of compute
+            assert min(waits) > 0.7, waits
+        else:
+            assert max(waits) < 0.3, waits
+
+    # The planted out-of-memory: infeasible, not failed, with the culprit named.
+    assert len(oom) == 2
+    for t in oom:
+        assert t.state == TRIAL_INFEASIBLE, t.error
+        assert t.error and t.error.startswith("out of memory")
+        assert "batch_size=1024 (100% of its range)" in t.error
+        assert "CUDA out of memory. Tried to allocate 2.00 GiB" in t.error
+
+    report = write_report(store, "telemetry", tmp_path / "report")
+    data = json.loads((report.folder / "report.json").read_text())
+    telemetry = data["telemetry"]
+    assert telemetry["gpu_per_trial"] == 0 and telemetry["gpu_hours"] == 0
+    assert telemetry["trial_hours"] > 0
+    by_kind = {d["kind"]: d for d in telemetry["diagnoses"]}
+    slow = sorted(t.number for t in ran if t.config["loader"] == "slow")
+    assert by_kind["input_bound"]["trials"] == slow  # fires for the slow loader only
+    assert sorted(by_kind["out_of_memory"]["trials"]) == sorted(t.number for t in oom)
+    assert "underused_gpu" not in by_kind  # nothing measured on a GPU
+    summaries = {s["number"]: s for s in telemetry["trials"]}
+    for t in ran:
+        assert summaries[t.number]["gpu_absent"] == "gpu: none assigned"
+        assert summaries[t.number]["gpu_util_mean"] is None
+    assert any("Input-bound" in f for f in data["findings"])
+    assert any("Out of memory" in f and "batch_size=1024" in f for f in data["findings"])
+    with (report.folder / "trials.csv").open() as handle:
+        rows = {int(r["number"]): r for r in csv.DictReader(handle)}
+    for t in ran:
+        assert float(rows[t.number]["step_time_mean_s"]) > 0
+        assert rows[t.number]["gpu_util_mean"] == ""  # absent, not 0
+        assert rows[t.number]["gpu_absent"] == "gpu: none assigned"
+    assert "Telemetry" in (report.folder / "report.html").read_text()
