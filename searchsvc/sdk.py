@@ -2,6 +2,7 @@
 :mod:`searchsvc.worker.sdk`. Never required: a plain Ray Tune trainable works unchanged."""
 
 from searchsvc.worker.sdk import (
+    data_loader,
     device,
     max_steps,
     preflight_checks,
@@ -12,5 +13,5 @@ from searchsvc.worker.sdk import (
     trial_context,
 )
 
-__all__ = ["device", "max_steps", "preflight_checks", "report", "restore", "run_locally", "seed_everything",
-           "trial_context"]
+__all__ = ["data_loader", "device", "max_steps", "preflight_checks", "report", "restore",
+           "run_locally", "seed_everything", "trial_context"]

@@ -7,13 +7,14 @@ import os
 import random
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from searchsvc.worker.context import TrialContext, current
+from searchsvc.worker.context import TELEMETRY_KEY, TrialContext, current
 
 STATE_FILE = "state.pt"
+T = TypeVar("T")
 
 
 def trial_context() -> TrialContext:
@@ -49,24 +50,38 @@ def device() -> Any:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def report(metrics: Mapping[str, Any], *, state: Callable[[], Mapping[str, Any]] | None = None
-           ) -> None:
+def report(metrics: Mapping[str, Any], *, state: Callable[[], Mapping[str, Any]] | None = None,
+           samples: int | None = None) -> None:
     """Report one step's metrics; when the study keeps checkpoints, also save ``state()``
-    (a dict of tensors/state_dicts) as this step's checkpoint."""
+    (a dict of tensors/state_dicts) as this step's checkpoint. ``samples``: the examples this
+    step processed, for the trial's telemetry (samples/s). Under Ray the step's telemetry
+    (worker/telemetry.py) rides along under a reserved key, apart from the metrics."""
     context = current()
     if context.reporter is not None:
         context.reporter(dict(metrics))
         return
     from ray import tune
 
+    result = dict(metrics)
+    if context.telemetry is not None:
+        result[TELEMETRY_KEY] = context.telemetry.step(samples)
     if state is None or not context.keep_checkpoints:
-        tune.report(dict(metrics))
+        tune.report(result)
         return
     import torch
 
     with tempfile.TemporaryDirectory() as tmp:
         torch.save(dict(state()), Path(tmp) / STATE_FILE)
-        tune.report(dict(metrics), checkpoint=tune.Checkpoint.from_directory(tmp))
+        tune.report(result, checkpoint=tune.Checkpoint.from_directory(tmp))
+
+
+def data_loader(iterable: Iterable[T]) -> Iterable[T]:
+    """Wrap the iterable a training loop takes its batches from (a torch ``DataLoader``, a
+    generator, a list): it yields the same items, and the trial's telemetry records the time
+    the loop waited in ``next()``, reported as ``data_wait_fraction`` of each step's time."""
+    from searchsvc.worker.telemetry import TimedLoader
+
+    return TimedLoader(iterable)
 
 
 def restore() -> dict[str, Any] | None:
