@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from searchsvc import __version__
+from searchsvc.analysis.telemetry import trial_telemetry
 from searchsvc.core import (
     FINISHED_TRIAL_STATES,
     STUDY_CREATED,
@@ -134,6 +135,22 @@ def ui_router(studies: ServiceStudies) -> APIRouter:
                     refresh=REFRESH_S if view["state"] in LIVE_STATES else None,
                     can_cancel=view["state"] in LIVE_STATES and studies.runs_studies,
                     can_resume=view["state"] == STUDY_INTERRUPTED and studies.runs_studies)
+
+    @router.get("/ui/studies/{name}/trials/{number}")
+    def trial_page(name: str, number: int, request: Request, user: Viewer) -> HTMLResponse:
+        """One trial: its config, outcome and the telemetry of every step (worker/
+        telemetry.py), with its summary."""
+        study = studies.owned(name, user)
+        found = [t for t in studies.store.get_trials(name, measurements=[number])
+                 if t.number == number]
+        if not found:
+            raise HTTPException(404, f"study {name!r} has no trial {number}")
+        trial = found[0]
+        steps = [m for m in trial.measurements if m.attempt == trial.attempts]
+        columns = list(dict.fromkeys(k for m in steps for k, v in m.telemetry.items()
+                                     if not isinstance(v, list | dict)))
+        return page("trial.html", request, user=user, study=_study_view(study), trial=trial,
+                    summary=trial_telemetry(trial), steps=steps, columns=columns)
 
     @router.get("/ui/studies/{name}/report")
     def report(name: str, user: Viewer, format: str = "html") -> Response:

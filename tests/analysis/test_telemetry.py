@@ -1,0 +1,143 @@
+"""The telemetry analysis on planted records: per-trial summaries, GPU-hours, and the
+input-bound, under-used-GPU and out-of-memory diagnoses (thresholds in
+searchsvc/analysis/telemetry.py)."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import pytest
+
+from searchsvc.analysis.telemetry import (
+    INPUT_BOUND_FRACTION,
+    is_out_of_memory,
+    oom_culprits,
+    oom_error,
+    packing,
+    study_telemetry,
+    trial_telemetry,
+)
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_INFEASIBLE, Measurement, TrialRecord
+from searchsvc.spec import parse_spec
+
+GIB = 1024.0
+
+
+def trial(number: int, steps: list[dict[str, Any]], state: str = TRIAL_COMPLETED,
+          error: str | None = None, duration_s: float = 3600.0) -> TrialRecord:
+    return TrialRecord(
+        id=number + 1, study_id=1, number=number, state=state,  # type: ignore[arg-type]
+        config={}, arm={}, seed=0, error=error, started_at=1000.0,
+        finished_at=1000.0 + duration_s,
+        measurements=tuple(Measurement(step, 1.0, {"loss": 1.0}, telemetry=t)
+                           for step, t in enumerate(steps, 1)))
+
+
+def cpu_step(wait: float | None = None, step_time: float = 1.0) -> dict[str, Any]:
+    out: dict[str, Any] = {"step_time_s": step_time, "samples": 256,
+                           "samples_per_s": 256 / step_time, "cpu_percent": 90.0,
+                           "rss_mb": 500.0, "gpu": "none assigned"}
+    if wait is not None:
+        out |= {"data_wait_s": wait * step_time, "data_wait_fraction": wait}
+    return out
+
+
+def gpu_step(util: float, peak_gib: float, total_gib: float = 80.0) -> dict[str, Any]:
+    return {"step_time_s": 0.5, "cpu_percent": 100.0, "rss_mb": 2000.0,
+            "gpu_util_mean": util, "gpu_mem_peak_mb": peak_gib * GIB,
+            "gpu_mem_total_mb": total_gib * GIB, "gpu_name": "NVIDIA H100 80GB HBM3"}
+
+
+def test_a_summary_averages_the_steps_and_keeps_the_absent_gpu_absent() -> None:
+    s = trial_telemetry(trial(0, [cpu_step(0.2, 1.0), cpu_step(0.6, 3.0)]))
+    assert s.steps == 2 and s.step_time_mean_s == 2.0
+    assert s.data_wait_fraction == pytest.approx((0.2 + 1.8) / 4.0)  # total wait / total time
+    assert s.samples_per_s_mean == pytest.approx((256 + 256 / 3) / 2)
+    assert (s.cpu_percent_mean, s.rss_mb_peak) == (90.0, 500.0)
+    assert s.gpu_util_mean is None and s.gpu_mem_peak_mb is None
+    assert s.gpu_absent == "gpu: none assigned"
+    assert trial_telemetry(trial(1, [])).steps == 0  # a trial without telemetry
+
+
+def test_input_bound_fires_on_the_slow_loader_only() -> None:
+    trials = [trial(0, [cpu_step(0.9)] * 3), trial(1, [cpu_step(0.05)] * 3),
+              trial(2, [cpu_step(None)] * 3),  # no data_loader: nothing to judge
+              trial(3, [cpu_step(INPUT_BOUND_FRACTION)] * 3)]  # at the threshold: not above
+    result = study_telemetry(trials, gpu_per_trial=0)
+    [diagnosis] = result.diagnoses
+    assert diagnosis.kind == "input_bound" and diagnosis.trials == (0,)
+    assert "trial 0 90%" in diagnosis.detail and "50%" in diagnosis.detail
+    assert result.gpu_hours == 0 and result.trial_hours == pytest.approx(4.0)
+
+
+def test_gpu_hours_are_durations_times_the_gpus_each_trial_holds() -> None:
+    trials = [trial(n, [gpu_step(90, 60)], duration_s=1800) for n in range(4)]
+    assert study_telemetry(trials, gpu_per_trial=0.5).gpu_hours == pytest.approx(1.0)
+    assert study_telemetry(trials, gpu_per_trial=2).gpu_hours == pytest.approx(4.0)
+
+
+@pytest.mark.parametrize(("util", "peak", "gpu", "expected"), [
+    (20, 9.8, 1, 4),  # 8 x 9.8 x 1.2 = 94 GiB > 80; 4 x 9.8 x 1.2 = 47 GiB fits
+    (20, 2.0, 1, 4),  # memory allows 8 but 8 x 20% > 100%
+    (10, 2.0, 1, 8),
+    (40, 30.0, 1, 2),  # 2 x 30 x 1.2 = 72 GiB fits and 2 x 40% = 80%
+    (45, 40.0, 1, None),  # 2 x 40 x 1.2 = 96 GiB > 80
+    (20, 9.8, 0.25, None),  # already 4 per GPU; 8 do not fit
+    (10, 4.0, 0.5, 8),  # 2 per GPU today at 10%: 8 would make 40%
+])
+def test_the_packing_rule(util: float, peak: float, gpu: float, expected: int | None) -> None:
+    assert packing(util, peak * GIB, 80 * GIB, gpu) == expected
+
+
+def test_under_used_gpus_name_the_packing_that_fits() -> None:
+    trials = [trial(n, [gpu_step(20, 9.8), gpu_step(26, 9.5)]) for n in range(3)]
+    [diagnosis] = study_telemetry(trials, gpu_per_trial=1).diagnoses
+    assert diagnosis.kind == "underused_gpu" and diagnosis.trials == (0, 1, 2)
+    assert "peak 9.8 GiB of 80 GiB" in diagnosis.detail
+    assert "resources.gpu: 0.25 would fit 4 trials per GPU" in diagnosis.detail
+    assert diagnosis.data["trials_per_gpu"] == 4
+    busy = [trial(n, [gpu_step(85, 9.8)]) for n in range(3)]
+    assert study_telemetry(busy, gpu_per_trial=1).diagnoses == ()  # a busy GPU is not advised
+
+
+SPEC = textwrap.dedent("""
+    study: oom
+    objective: m:f
+    metric: loss
+    mode: min
+    parameters:
+      batch_size: {values: [32, 64, 128, 256, 512]}
+      width: {low: 16, high: 256, type: int, scale: log}
+      lr: {low: 1.0e-4, high: 1.0e-1, scale: log}
+      optimizer: {values: [adam, sgd]}
+      epochs: {role: fixed, value: 9}
+    """)
+TORCH_OOM = ("Traceback (most recent call last):\n  File \"train.py\", line 9\n"
+             "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+
+
+def test_out_of_memory_names_the_values_highest_in_their_ranges() -> None:
+    spec = parse_spec(SPEC)
+    config = {"batch_size": 512, "width": 128, "lr": 1e-4, "optimizer": "adam", "epochs": 9}
+    culprits = oom_culprits(config, spec.parameters.values())
+    assert [c[0] for c in culprits] == ["batch_size", "width", "lr"]
+    assert culprits[0][2] == 1.0 and culprits[1][2] == pytest.approx(0.75)
+    error = oom_error(TORCH_OOM, config, spec.parameters.values())
+    assert error.startswith("out of memory. Most likely from batch_size=512 (100% of its "
+                            "range), width=128 (75% of its range).")
+    assert error.endswith("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert "lr=" not in error and "epochs" not in error
+    assert is_out_of_memory(TORCH_OOM)
+    assert is_out_of_memory("RuntimeError: CUDA error: out of memory")
+    assert not is_out_of_memory("MemoryError\nValueError: boom")
+
+
+def test_out_of_memory_trials_are_diagnosed_and_other_failures_are_not() -> None:
+    spec = parse_spec(SPEC)
+    error = oom_error(TORCH_OOM, {"batch_size": 512}, spec.parameters.values())
+    trials = [trial(0, [], TRIAL_INFEASIBLE, error), trial(1, [], TRIAL_FAILED, "boom"),
+              trial(2, [], TRIAL_INFEASIBLE, "loss became non-finite at step 2")]
+    [diagnosis] = study_telemetry(trials, gpu_per_trial=1).diagnoses
+    assert diagnosis.kind == "out_of_memory" and diagnosis.trials == (0,)
+    assert "trial 0: most likely from batch_size=512" in diagnosis.detail

@@ -1,0 +1,71 @@
+"""The worker's telemetry collector without Ray: step time, samples/s, CPU and RSS, the
+data-wait fraction through sdk.data_loader, and GPU fields absent with the reason (no GPU
+assigned, or NVML failing), never zeros."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from searchsvc import sdk
+from searchsvc.worker.context import TrialContext, set_current
+from searchsvc.worker.telemetry import Telemetry
+
+GPU_FIELDS = ("gpu_util_mean", "gpu_mem_peak_mb", "gpu_mem_total_mb", "gpu_name")
+
+
+@pytest.fixture
+def telemetry(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    collector = Telemetry()
+    set_current(TrialContext(telemetry=collector))
+    yield collector
+    set_current(None)
+    collector.close()
+
+
+def slow(n: int, delay: float):
+    for i in range(n):
+        time.sleep(delay)
+        yield i
+
+
+def test_a_step_measures_time_samples_cpu_and_memory(telemetry: Telemetry) -> None:
+    time.sleep(0.05)
+    step = telemetry.step(samples=100)
+    assert step["step_time_s"] >= 0.05 and step["samples"] == 100
+    assert step["samples_per_s"] == pytest.approx(100 / step["step_time_s"])
+    assert step["rss_mb"] > 10 and isinstance(step["cpu_percent"], float)
+    assert step["gpu"] == "none assigned" and not any(f in step for f in GPU_FIELDS)
+    assert "data_wait_fraction" not in step  # no data_loader: not measured, not 0
+    assert "samples_per_s" not in telemetry.step()
+
+
+def test_the_data_loader_wait_is_a_fraction_of_the_step(telemetry: Telemetry) -> None:
+    loader = sdk.data_loader(list(range(4)))
+    assert len(loader) == 4  # type: ignore[arg-type]
+    assert list(loader) == [0, 1, 2, 3]
+    telemetry.step()
+    for _ in sdk.data_loader(slow(4, 0.03)):
+        pass
+    waited = telemetry.step()
+    assert waited["data_wait_fraction"] > 0.8 and waited["data_wait_s"] >= 0.12
+    for _ in sdk.data_loader(range(4)):
+        time.sleep(0.03)  # compute, not waiting
+    assert telemetry.step()["data_wait_fraction"] < 0.2
+
+
+def test_a_failing_nvml_is_stated_not_zero_filled() -> None:
+    collector = Telemetry(gpu_ids=["12345"])  # no such GPU, and no NVML library on CPU hosts
+    try:
+        step = collector.step()
+    finally:
+        collector.close()
+    assert step["nvml"].startswith("unavailable: ")
+    assert not any(f in step for f in GPU_FIELDS) and "gpu" not in step
+
+
+def test_outside_a_trial_the_wrapper_only_passes_items_through() -> None:
+    set_current(None)
+    assert list(sdk.data_loader(iter("abc"))) == ["a", "b", "c"]
