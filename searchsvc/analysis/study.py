@@ -18,6 +18,7 @@ from searchsvc.analysis.isolation import VERDICT_DIFFERS, VERDICT_WITHIN_NOISE, 
 from searchsvc.analysis.next_study import NextStudy, suggest_next_study
 from searchsvc.analysis.noise import NoiseEstimate, estimate_noise
 from searchsvc.analysis.pareto import ParetoAnalysis, analyze_objectives
+from searchsvc.analysis.preflight import summary_lines as preflight_lines
 from searchsvc.analysis.schedulers import Exploit, Rung, lineage, rungs
 from searchsvc.analysis.summary import StudySummary, summarize
 from searchsvc.analysis.telemetry import StudyTelemetry, study_telemetry
@@ -74,6 +75,9 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
         findings.insert(1, f"Warm start: {warm['used']} of study {warm['study']!r}'s "
                         f"{warm['finished_trials']} finished trials fed to the searcher's model "
                         f"before its first proposal ({warm['fitting_trials']} fit this space).")
+    preflight = study.provenance.get("preflight")
+    if preflight:
+        findings[1:1] = preflight_lines(preflight)
     if comparison is not None:
         findings.insert(1, f"Compared with the parent study {parent[0].name!r}: "  # type: ignore[index]
                         f"{comparison.detail}.")

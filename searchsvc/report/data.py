@@ -86,6 +86,8 @@ def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
         "telemetry": analysis.telemetry.as_dict() if analysis.telemetry else None,
         "next_study": analysis.next_study.text,
         "next_study_changes": list(analysis.next_study.changes),
+        # preflight's checks, timing and cost estimate (null: the study ran without it)
+        "preflight": study.provenance.get("preflight"),
         "provenance": dict(study.provenance),
     }
 

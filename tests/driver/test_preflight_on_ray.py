@@ -1,0 +1,157 @@
+"""Preflight on Ray: a misspelt metric, a NaN and a crash at import are caught in seconds
+(one short task, not the study) with FILE:LINE messages; the sdk hook's overfit and initial-loss
+checks; an objective calling ray.tune.report directly; ``run`` preflights by default (its
+provenance and report carry the estimate) and ``--no-preflight`` skips it."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from searchsvc import usecases
+from searchsvc.cli import main
+from searchsvc.driver import RunOptions
+from searchsvc.driver.preflight import run_preflight
+from searchsvc.store import open_store
+from searchsvc.validation import validate_file
+
+pytestmark = pytest.mark.slow
+
+STUDY = """\
+study: {name}
+objective: {module}:train
+metric: {metric}
+mode: min
+searcher: random
+budget: {{trials: 3, max_concurrent: 2, max_steps: 4}}
+parameters:
+  lr: {{role: nuisance, low: 0.01, high: 1.0, scale: log}}
+"""
+
+SIMPLE = '''
+from searchsvc import sdk
+
+
+def train(config):
+    for step in range(1, 100):
+        value = {value}
+        sdk.report({{"val_loss": value, "train_loss": value * 2}})
+'''
+
+
+def write(tmp_path: Path, module: str, code: str, metric: str = "val_loss",
+          name: str = "pf") -> Path:
+    (tmp_path / f"{module}.py").write_text(textwrap.dedent(code))
+    study = tmp_path / f"{module}.yaml"
+    study.write_text(STUDY.format(name=name, module=module, metric=metric))
+    return study
+
+
+def preflight_issues(path: Path) -> list[str]:
+    result = run_preflight(validate_file(path))
+    return [i.render() for i in result.issues]
+
+
+def test_misspelt_metric_nan_and_import_crash_are_caught_in_seconds(
+        tmp_path: Path, ray_local) -> None:
+    started = time.monotonic()
+    spelt = write(tmp_path, "pf_spelling", SIMPLE.format(value="1.0 / step"), metric="val_los")
+    assert preflight_issues(spelt) == [
+        f"{spelt}:3: metric: the objective never reported 'val_los' (it reported: val_loss, "
+        "train_loss); did you mean 'val_loss'?"]
+    nan = write(tmp_path, "pf_nan",
+                SIMPLE.format(value="float('nan') if step == 2 else 1.0 / step"))
+    assert preflight_issues(nan) == [
+        f"{nan}:3: metric: the objective reported val_loss=nan at step 2 (not finite)"]
+    crash = write(tmp_path, "pf_import_crash", "import math\n\nRATE = 1 / 0\n\n\n"
+                  "def train(config):\n    pass\n")
+    assert preflight_issues(crash) == [
+        f"{crash}:2: objective: the objective crashed when imported: ZeroDivisionError: "
+        "division by zero (at pf_import_crash.py:3)"]
+    # Three preflights, each one short task: nowhere near a study's time (loose bound).
+    assert time.monotonic() - started < 120
+
+
+HOOKED = '''
+import math
+
+from searchsvc import sdk
+
+
+def train(config):
+    weight = [5.0]
+
+    def overfit_step():
+        loss = {loss}
+        weight[0] -= {lr} * 2 * weight[0]
+        return loss
+
+    sdk.preflight_checks(overfit_step=overfit_step, num_classes={classes})
+    for step in range(1, 5):
+        sdk.report({{"val_loss": 1.0 / step}})
+'''
+
+
+def test_overfit_and_initial_loss_checks(tmp_path: Path, ray_local) -> None:
+    learnable = write(tmp_path, "pf_learnable", HOOKED.format(
+        loss="weight[0] ** 2 * math.log(10) / 25", lr=0.1, classes=10))
+    result = run_preflight(validate_file(learnable))
+    outcome = {c.name: c.ok for c in result.checks}
+    assert result.ok and outcome["overfit_one_batch"] and outcome["initial_loss"]
+    stuck = write(tmp_path, "pf_stuck", HOOKED.format(loss="weight[0] ** 2", lr=0.001,
+                                                      classes=None))
+    found = preflight_issues(stuck)
+    assert len(found) == 1 and f"{stuck}:2: objective: the loss on one fixed batch did not " \
+        "fall below 0.5x its start in 30 steps" in found[0]
+    off = write(tmp_path, "pf_initial", HOOKED.format(loss="weight[0] ** 2", lr=0.1,
+                                                      classes=10))
+    found = preflight_issues(off)
+    assert len(found) == 1 and "the first loss 25 is not near ln(10) = 2.303" in found[0]
+
+
+def test_an_objective_reporting_through_ray_tune_directly(tmp_path: Path, ray_local) -> None:
+    study = write(tmp_path, "pf_plain_tune", '''
+        from ray import tune
+
+
+        def train(config):
+            for step in range(1, 100):
+                tune.report({"val_loss": config["lr"] / step})
+        ''')
+    result = run_preflight(validate_file(study))
+    assert result.ok and len(result.probe.reports) == 3
+    assert result.timing is not None and result.estimate is not None
+
+
+def test_run_preflights_by_default_and_no_preflight_skips_it(tmp_path: Path, ray_local,
+                                                             capsys) -> None:
+    study = write(tmp_path, "pf_run", SIMPLE.format(value="config['lr'] / step"))
+    store = open_store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    options = RunOptions(results_root=tmp_path / "results", live_progress=False)
+    usecases.run(validate_file(study), store, options)
+    preflight = store.get_study("pf").provenance["preflight"]
+    estimate = preflight["estimate"]
+    assert preflight["ok"] and estimate["trials"] == 3 and estimate["steps"] == 4
+    assert estimate["concurrency"] == 2 and estimate["wall_s"] > 0
+    report = json.loads((tmp_path / "results" / "pf" / "report.json").read_text())
+    assert report["preflight"]["estimate"] == estimate
+    assert any(line.startswith("Estimated cost:") for line in report["findings"])
+    assert "Preflight" in (tmp_path / "results" / "pf" / "report.html").read_text()
+    usecases.run(validate_file(study), store, options, overwrite=True, preflight=False)
+    assert "preflight" not in store.get_study("pf").provenance
+    # The CLI: a failed preflight is exit 12 with the FILE:LINE message, no traceback, and
+    # no study created.
+    bad = write(tmp_path, "pf_cli", SIMPLE.format(value="1.0"), metric="val_los", name="pf-cli")
+    capsys.readouterr()
+    assert main(["run", str(bad), "--storage", store.url]) == 12
+    err = capsys.readouterr().err
+    assert f"{bad}:3: metric: the objective never reported 'val_los'" in err
+    assert "Traceback" not in err
+    assert [s.name for s in store.list_studies()] == ["pf"]
+    assert main(["preflight", str(study)]) == 0
+    shown = capsys.readouterr().out
+    assert "preflight ok   metric: reports 'val_loss'" in shown and "Estimated cost:" in shown
