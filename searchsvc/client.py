@@ -164,7 +164,8 @@ def trial_record(data: Mapping[str, Any]) -> TrialRecord:
         final_metrics=_floats(data.get("final_metrics", {})),
         measurements=tuple(
             Measurement(step=m["step"], value=m["value"], attempt=m["attempt"],
-                        recorded_at=m.get("recorded_at", 0.0), metrics=_floats(m["metrics"]))
+                        recorded_at=m.get("recorded_at", 0.0), metrics=_floats(m["metrics"]),
+                        telemetry=_floats(m.get("telemetry") or {}))
             for m in data.get("measurements", ())))
 
 

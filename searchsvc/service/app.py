@@ -336,6 +336,7 @@ def _trial_json(t: TrialRecord, curves: bool) -> dict[str, Any]:
         # and "-Infinity", as the store keeps them.
         out["measurements"] = [{"step": m.step, "attempt": m.attempt, "value": m.value,
                                 "metrics": encode(dict(m.metrics)),
+                                "telemetry": encode(dict(m.telemetry)),
                                 "recorded_at": m.recorded_at} for m in t.measurements]
     return out
 

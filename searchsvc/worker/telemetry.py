@@ -26,21 +26,19 @@ MB = 1024 * 1024
 
 
 def assigned_gpus() -> list[str]:
-    """The GPUs this trial holds: Ray's assignment inside a Ray worker, else the ids in
+    """The GPUs this trial holds: Ray's assignment inside a Ray worker (none when the trial
+    asked for none, whatever ``CUDA_VISIBLE_DEVICES`` says), else the ids in
     ``CUDA_VISIBLE_DEVICES`` (physical indices or UUIDs, as NVML names them)."""
-    ids: list[Any] = []
     if "ray" in sys.modules:
         try:
             import ray
 
             if ray.is_initialized():
-                ids = list(ray.get_gpu_ids())
+                return [str(i) for i in ray.get_gpu_ids()]
         except Exception:  # outside a Ray worker
-            ids = []
-    if not ids:
-        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
-        ids = [v.strip() for v in visible.split(",") if v.strip() and v.strip() != "-1"]
-    return [str(i) for i in ids]
+            pass
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").strip()
+    return [v.strip() for v in visible.split(",") if v.strip() and v.strip() != "-1"]
 
 
 class _GpuSampler:
