@@ -81,8 +81,13 @@ class Study:
         import pandas as pd
 
         from searchsvc.report.tables import trial_table
+        from searchsvc.report.writer import TELEMETRY_STEPS_LIMIT
 
-        header, rows = trial_table(self.trials)
+        trials = self.trials
+        if sum(t.last_step or 0 for t in trials) <= TELEMETRY_STEPS_LIMIT:
+            # the steps' telemetry, for its per-trial summary columns (as trials.csv reads it)
+            trials = self.reader.get_trials(self.name, measurements=True)
+        header, rows = trial_table(trials)
         frame = pd.DataFrame(rows, columns=header)
         # Missing values as NaN (as read_csv gives them), with each column's own dtype.
         return frame.astype(object).where(frame.notna(), float("nan")).infer_objects()
