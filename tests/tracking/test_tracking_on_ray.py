@@ -1,0 +1,182 @@
+"""Tracking a real study on Ray: the study file turns MLflow and TensorBoard on, the driver is
+killed mid-study and the study resumed (the real command line, as a user would), and every
+trial ends up as one MLflow run and one TensorBoard run holding the history the store kept.
+A study pointed at a dead MLflow server completes with one warning."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import mlflow
+import pytest
+from mlflow.entities import ViewType
+from mlflow.tracking import MlflowClient
+
+from searchsvc import usecases
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_RUNNING, TrialRecord
+from searchsvc.driver import RunOptions
+from searchsvc.store import SqlStore
+from searchsvc.validation import validate_file
+from tests.tracking.test_tensorboard_tracker import Logs
+
+pytestmark = pytest.mark.slow
+
+TRIALS, STEPS = 6, 5
+
+OBJECTIVE = """
+import time
+from ray import tune
+
+def train(config):
+    for step in range(1, 6):
+        time.sleep(0.3)
+        tune.report({"loss": config["x"] / step + config["y"], "note": "text", "step_x": step})
+"""
+
+SPEC = f"""
+study: tracked-on-ray
+objective: tracked_objective:train
+metric: loss
+mode: min
+budget: {{trials: {TRIALS}, max_concurrent: 2, max_steps: {STEPS}}}
+noise: off
+parameters:
+  x: {{role: scientific, values: [0.5, 1.0]}}
+  y: {{role: nuisance, low: 0.0, high: 1.0}}
+  act: {{role: fixed, value: relu}}
+tracking:
+  mlflow: {{}}
+  tensorboard: {{}}
+"""
+
+
+@dataclass(frozen=True)
+class Resumed:
+    results: Path
+    trials: dict[int, TrialRecord]  # the store's, with their measurements
+
+
+def searchsvc(*args: str, home: Path, cwd: Path, **kwargs) -> subprocess.Popen:
+    env = {**os.environ, "SEARCHSVC_HOME": str(home)}
+    return subprocess.Popen([sys.executable, "-m", "searchsvc.cli", *args], env=env, cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def resumed(tmp_path_factory: pytest.TempPathFactory) -> Resumed:
+    """The study run from the command line, killed (SIGKILL, driver and Ray) once two trials
+    have completed and another has reported, and resumed to the end."""
+    folder = tmp_path_factory.mktemp("tracked")
+    home = folder / "home"
+    (folder / "tracked_objective.py").write_text(textwrap.dedent(OBJECTIVE))
+    (folder / "study.yaml").write_text(textwrap.dedent(SPEC))
+    store = SqlStore(f"sqlite:///{home / 'searchsvc.db'}")
+
+    proc = searchsvc("run", "study.yaml", "--num-cpus", "2", home=home, cwd=folder,
+                     start_new_session=True)
+    deadline = time.monotonic() + 180
+    while True:
+        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+        assert time.monotonic() < deadline, "the study did not progress in time"
+        try:
+            trials = store.get_trials("tracked-on-ray")
+        except Exception:
+            trials = []
+        done = sum(t.state == TRIAL_COMPLETED for t in trials)
+        if done >= 2 and any(t.state == TRIAL_RUNNING and t.last_step for t in trials):
+            break
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+
+    resume = searchsvc("resume", "tracked-on-ray", "--num-cpus", "2", home=home, cwd=folder)
+    output, _ = resume.communicate(timeout=300)
+    assert resume.returncode == 0, output
+    assert "warning" not in output.lower(), output
+    study = store.get_study("tracked-on-ray")
+    assert study.state == "completed"
+    trials = {t.number: t for t in store.get_trials("tracked-on-ray", measurements=True)}
+    assert sorted(trials) == list(range(TRIALS))
+    assert any(t.attempts == 2 for t in trials.values())  # the one the kill interrupted
+    return Resumed(Path(study.results_dir or ""), trials)
+
+
+def losses(trial: TrialRecord) -> list[tuple[int, float]]:
+    return [(m.step, pytest.approx(m.metrics["loss"], rel=1e-6)) for m in trial.measurements
+            if m.attempt == trial.attempts]
+
+
+def test_each_trial_is_one_mlflow_run_with_its_whole_history(
+        resumed: Resumed, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{resumed.results / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["tracked-on-ray"], output_format="list",
+                              filter_string="tags.`searchsvc.kind` = 'trial'")
+    numbers = sorted(int(r.data.tags["searchsvc.trial_number"]) for r in runs)
+    assert numbers == list(range(TRIALS))  # one run per trial: the resume duplicated none
+    [parent] = mlflow.search_runs(experiment_names=["tracked-on-ray"], output_format="list",
+                                  filter_string="tags.`searchsvc.kind` = 'study'")
+    assert parent.info.status == "FINISHED"
+    client = MlflowClient()
+    for run in runs:
+        trial = resumed.trials[int(run.data.tags["searchsvc.trial_number"])]
+        assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        assert run.data.params == {k: str(v) for k, v in trial.config.items()}
+        assert run.data.tags["searchsvc.attempt"] == str(trial.attempts)
+        assert run.data.tags["searchsvc.arm.x"] == str(trial.arm["x"])
+        assert run.info.status == "FINISHED"
+        history = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id,
+                                                                              "loss"))
+        assert history == losses(trial)
+        assert [m.step for m in client.get_metric_history(run.info.run_id, "step_x")] == list(
+            range(1, STEPS + 1))
+        assert "note" not in run.data.metrics
+    # A trial the kill interrupted ran again as attempt 2: its first run was replaced.
+    deleted = mlflow.search_runs(experiment_names=["tracked-on-ray"], output_format="list",
+                                 run_view_type=ViewType.DELETED_ONLY)
+    assert len(deleted) == sum(t.attempts - 1 for t in resumed.trials.values()) > 0
+    attached = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
+    assert {"report/report.html", "report/report.json", "report/trials.csv"} <= attached
+
+
+def test_each_trial_is_one_tensorboard_run_with_its_hparams_and_scalars(
+        resumed: Resumed) -> None:
+    logs = Logs(resumed.results / "tensorboard")
+    assert logs.runs() == [".", *(f"trial_{n:05d}" for n in range(TRIALS))]
+    assert [h.name for h in logs.experiment().hparam_infos] == ["x", "y", "act"]
+    assert [m.name.tag for m in logs.experiment().metric_infos] == ["loss"]
+    for number, trial in resumed.trials.items():
+        run = f"trial_{number:05d}"
+        assert logs.session(run) == trial.config
+        assert logs.scalars(run, "loss") == losses(trial)
+
+
+def test_a_dead_tracking_server_costs_one_warning(
+        ray_local, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    (tmp_path / "tracked_objective.py").write_text(textwrap.dedent(OBJECTIVE).replace(
+        "time.sleep(0.3)", "pass"))
+    spec_file = tmp_path / "dead.yaml"
+    spec_file.write_text(textwrap.dedent(SPEC).replace("tracked-on-ray", "dead-server").replace(
+        "mlflow: {}", "mlflow: {tracking_uri: 'http://127.0.0.1:9'}").replace(
+        f"trials: {TRIALS}", "trials: 4"))
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    progress = io.StringIO()
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="searchsvc.tracking"):
+        run = usecases.run(validate_file(spec_file), store,
+                           RunOptions(live_progress=False, progress_stream=progress))
+    assert time.monotonic() - started < 240
+    assert run.outcome.study.state == "completed" and run.outcome.finished == 4
+    [warning] = [r.getMessage() for r in caplog.records if r.name == "searchsvc.tracking"]
+    assert "tracking: mlflow failed" in warning and "127.0.0.1:9" in warning
+    assert progress.getvalue().count("warning: tracking:") == 1
+    logs = Logs(Path(run.outcome.study.results_dir or "") / "tensorboard")
+    assert logs.runs() == [".", *(f"trial_{n:05d}" for n in range(4))]  # TensorBoard went on
