@@ -142,7 +142,7 @@ def run(study: StudySource, *, storage: str | None = None, address: str | None =
         results: str | Path | None = None, overwrite: bool = False,
         num_cpus: int | None = None, verbose: bool = False, server: str | None = None,
         token: str | None = None, code: str | Path | Literal[False] | None = None,
-        wait: bool = True) -> Study:
+        wait: bool = True, preflight: bool = True) -> Study:
     """Validate and run a study (a study file's path, its content as a dict, or a spec) on Ray,
     store it and write its report, as ``searchsvc run`` does; the finished :class:`Study`.
     :class:`~searchsvc.errors.SpecError` lists every problem of a bad study file.
@@ -151,7 +151,11 @@ def run(study: StudySource, *, storage: str | None = None, address: str | None =
     study is submitted there instead, as ``searchsvc submit`` does: ``code`` is a folder of
     code to upload for the objective to import (default: the study file's folder when the
     objective's module is there, none for a dict; ``False``: none). The remote :class:`Study`
-    is returned once the study has finished, or at once with ``wait=False``."""
+    is returned once the study has finished, or at once with ``wait=False``.
+
+    ``preflight`` (local runs): first run the objective at the centre of the space for a few
+    steps, check it and estimate the study's cost, as ``searchsvc run`` does (a server
+    preflights a submitted study itself before its first trial)."""
     from searchsvc import usecases
     from searchsvc.driver import RunOptions
 
@@ -168,7 +172,7 @@ def run(study: StudySource, *, storage: str | None = None, address: str | None =
     store = open_store(storage)
     options = RunOptions(address=address, results_root=Path(results) if results else None,
                          num_cpus=num_cpus, verbose=verbose)
-    usecases.run(spec, store, options, overwrite=overwrite)
+    usecases.run(spec, store, options, overwrite=overwrite, preflight=preflight)
     return Study(spec.name, store)
 
 

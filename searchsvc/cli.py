@@ -147,13 +147,17 @@ def resume(
     storage: StorageOpt = None,
     num_cpus: Annotated[int | None, typer.Option("--num-cpus")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    no_preflight: Annotated[bool, typer.Option(
+        "--no-preflight", help="A study that never started (e.g. submitted) is preflighted "
+        "first; this skips it.")] = False,
 ) -> None:
     """Continue an interrupted study: finished trials are kept and never re-run."""
     from searchsvc import usecases
     from searchsvc.driver import RunOptions
 
     options = RunOptions(address=address, num_cpus=num_cpus, verbose=verbose)
-    _print_run(usecases.resume(study, _store(storage), options))
+    _print_run(usecases.resume(study, _store(storage), options, preflight=not no_preflight,
+                               on_preflight=_print_preflight))
 
 
 def _print_run(done: StudyRun) -> None:

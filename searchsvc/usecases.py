@@ -100,12 +100,38 @@ def preflight(spec: StudySpec, options: RunOptions | None = None) -> PreflightRe
         return run_preflight(spec)
 
 
-def resume(name: str, store: Store, options: RunOptions | None = None) -> StudyRun:
-    """Run the trials of study ``name`` that have not finished, then write its report."""
-    from searchsvc.driver.run import RunOptions
+def resume(name: str, store: Store, options: RunOptions | None = None, *,
+           preflight: bool = True,
+           on_preflight: Callable[[PreflightResult], None] | None = None) -> StudyRun:
+    """Run the trials of study ``name`` that have not finished, then write its report.
+    A study that has never started (created, no trial, no preflight yet: how the service's
+    driver finds a submitted study) is preflighted first unless ``preflight`` is False; a
+    failed preflight marks it failed, keeps the result in its provenance and raises
+    :class:`~searchsvc.driver.preflight.PreflightError`."""
+    from searchsvc.core import STUDY_CREATED, STUDY_FAILED
+    from searchsvc.driver.preflight import ray_session, run_preflight
+    from searchsvc.driver.run import RunOptions, code_path
 
+    options = options or RunOptions()
     study = store.get_study(name)
-    return _run_and_report(study, store, options or RunOptions(), spec_of(study), None)
+    spec = spec_of(study)
+    fresh = (study.state == STUDY_CREATED and "preflight" not in study.provenance
+             and not store.get_trials(name))
+    if not (preflight and fresh):
+        return _run_and_report(study, store, options, spec, None)
+    code = code_path(study)
+    with ray_session(spec, options, code):
+        checked = run_preflight(spec, code=code)
+        if on_preflight is not None:
+            on_preflight(checked)
+        failed = {} if checked.ok else {"state": STUDY_FAILED}
+        study = store.update_study(name, provenance={**study.provenance,
+                                                     "preflight": checked.to_dict()}, **failed)
+        if failed:
+            from searchsvc.driver.preflight import raise_if_failed
+
+            raise_if_failed(checked)
+        return _run_and_report(study, store, options, spec, None)
 
 
 def _run_and_report(study: StudyRecord, store: Store, options: RunOptions, spec: StudySpec,

@@ -191,8 +191,14 @@ def _first_non_finite(reports: Sequence[Mapping[str, Any]]) -> tuple[int, str, A
 # Ray Tune's own cost per trial beyond the objective (starting it on a reused actor, the
 # driver's callbacks and store writes), and per Tuner run (the search, then the seed repeats):
 # measured on a 2-CPU machine running 2 digits trials at once (benchmarks/preflight_estimate.py).
-TUNE_TRIAL_OVERHEAD_S = 0.9
-TUNE_FIT_OVERHEAD_S = 7.5
+TUNE_TRIAL_OVERHEAD_S = 0.15
+TUNE_FIT_OVERHEAD_S = 6.0
+# A study that keeps checkpoints saves one every step (torch.save, then Ray Tune persists it):
+# measured about 0.07 s per step for the digits MLP; preflight's own steps save none.
+CHECKPOINT_STEP_S = 0.07
+# Workers starting together on a cluster with no CPU to spare (every slot's CPUs taken) start
+# this much slower than preflight's lone worker (measured: 10.5 s against 6.7 s, 2 on 2 CPUs).
+WORKER_START_CONTENTION = 1.5
 
 
 @dataclass(frozen=True)
@@ -299,19 +305,26 @@ def concurrency_of(max_concurrent: int | None, cpu: float, gpu: float,
 
 def estimate_cost(*, trials: int, repeats: int, steps: int, fraction: float, timing: Timing,
                   concurrency: int, cpu: float, gpu: float, concurrency_from: str = "",
-                  notes: Sequence[str] = ()) -> CostEstimate:
-    """Per Tuner run (the search; then the repeats, if any): its fixed overhead, a worker's
-    start, then its trials spread over ``concurrency`` slots. A search trial costs
-    ``trial_overhead_s + fraction x steps x step_s``, a repeat its full budget."""
-    full = timing.trial_overhead_s + steps * timing.step_s
-    searched = timing.trial_overhead_s + fraction * steps * timing.step_s
-    wall, compute = 0.0, 0.0
+                  cluster_cpus: float | None = None, driver_start_s: float = 0.0,
+                  checkpoints: bool = False, notes: Sequence[str] = ()) -> CostEstimate:
+    """``driver_start_s`` (the driver's first import of Ray Tune, once), then per Tuner run (the
+    search; then the repeats, if any): its fixed overhead, a worker's start (slower by
+    WORKER_START_CONTENTION when the slots take every CPU of ``cluster_cpus``), then its trials
+    spread over ``concurrency`` slots. A search trial costs ``trial_overhead_s + fraction x
+    steps x step_s``, a repeat its full budget; ``checkpoints``: each step also saves one
+    (CHECKPOINT_STEP_S)."""
+    step_s = timing.step_s + (CHECKPOINT_STEP_S if checkpoints else 0.0)
+    full = timing.trial_overhead_s + steps * step_s
+    searched = timing.trial_overhead_s + fraction * steps * step_s
+    wall, compute = driver_start_s, 0.0
     for count, each in ((trials, searched), (repeats, full)):
         if count <= 0:
             continue
         slots = max(min(concurrency, count), 1)
-        wall += TUNE_FIT_OVERHEAD_S + timing.worker_start_s + count * each / slots
-        compute += count * each + slots * timing.worker_start_s
+        full_cluster = cluster_cpus is not None and slots * cpu >= cluster_cpus
+        start = timing.worker_start_s * (WORKER_START_CONTENTION if full_cluster else 1.0)
+        wall += TUNE_FIT_OVERHEAD_S + start + count * each / slots
+        compute += count * each + slots * start
     return CostEstimate(
         trials=trials, repeats=repeats, steps=steps, budget_fraction=fraction,
         step_s=timing.step_s, trial_overhead_s=timing.trial_overhead_s,

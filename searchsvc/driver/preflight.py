@@ -10,6 +10,7 @@ caller opened.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +32,7 @@ from searchsvc.analysis.preflight import (
 )
 from searchsvc.backends import backend_class
 from searchsvc.errors import SearchsvcError, SpecIssue
-from searchsvc.searchers import Searcher, create_searcher
+from searchsvc.searchers import PopulationSchedule, Searcher, create_searcher
 from searchsvc.searchers.repeats import planned_repeats, repeat_settings
 from searchsvc.searchers.space import trial_seed
 from searchsvc.spec import StudySpec
@@ -148,6 +149,12 @@ def _estimate(spec: StudySpec, searcher: Searcher, own_search: bool, timing: Tim
         if not probe.returned:
             notes.append(f"budget.max_steps is not set and the objective went on past "
                          f"{steps} steps: the estimate counts {steps} steps per trial")
+    started = time.perf_counter()
+    fresh = "ray.tune" not in sys.modules
+    from ray import tune  # noqa: F401 - the run imports it next: its time is the run's too
+
+    from searchsvc.driver import callbacks, schedulers, tune_search  # noqa: F401
+    driver_start_s = time.perf_counter() - started if fresh else 0.0
     cluster = ray.cluster_resources()
     concurrency, why = concurrency_of(
         spec.budget.max_concurrent, spec.resources.cpu, spec.resources.gpu,
@@ -158,7 +165,9 @@ def _estimate(spec: StudySpec, searcher: Searcher, own_search: bool, timing: Tim
         trials=searcher.total_trials, repeats=repeats, steps=steps,
         fraction=budget_fraction(searcher.schedule()), timing=timing,
         concurrency=concurrency, cpu=spec.resources.cpu, gpu=spec.resources.gpu,
-        concurrency_from=why, notes=notes)
+        concurrency_from=why, cluster_cpus=cluster.get("CPU"), driver_start_s=driver_start_s,
+        checkpoints=spec.checkpoints.keep_best is not None
+        or isinstance(searcher.schedule(), PopulationSchedule), notes=notes)
 
 
 def raise_if_failed(result: PreflightResult) -> PreflightResult:

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from searchsvc.analysis.preflight import (
+    CHECKPOINT_STEP_S,
     TUNE_FIT_OVERHEAD_S,
     TUNE_TRIAL_OVERHEAD_S,
+    WORKER_START_CONTENTION,
     HookResult,
     Probe,
     Timing,
@@ -159,3 +161,21 @@ def test_estimate_arithmetic_counts_savings_repeats_and_concurrency() -> None:
     assert repeated.wall_s == pytest.approx(
         2 * (TUNE_FIT_OVERHEAD_S + 4.0) + 10 * (each + 1.25) / 4 + 6 * (each + 5.0) / 4)
     assert repeated.gpu_hours == 0
+
+
+def test_workers_start_slower_on_a_full_cluster_and_the_driver_start_counts_once() -> None:
+    timing = Timing(step_s=0.5, setup_s=0.0, worker_start_s=4.0, steps_measured=3)
+    args = {"trials": 4, "repeats": 0, "steps": 2, "fraction": 1.0, "timing": timing,
+            "concurrency": 2, "cpu": 1, "gpu": 0}
+    spare = estimate_cost(**args, cluster_cpus=8)
+    full = estimate_cost(**args, cluster_cpus=2, driver_start_s=3.0)
+    assert full.wall_s - spare.wall_s == pytest.approx(3.0 + 4.0 * (WORKER_START_CONTENTION - 1))
+
+
+def test_a_study_keeping_checkpoints_pays_for_one_every_step() -> None:
+    timing = Timing(step_s=0.5, setup_s=0.0, worker_start_s=4.0, steps_measured=3)
+    args = {"trials": 4, "repeats": 0, "steps": 10, "fraction": 1.0, "timing": timing,
+            "concurrency": 2, "cpu": 1, "gpu": 0}
+    kept = estimate_cost(**args, checkpoints=True)
+    assert kept.wall_s - estimate_cost(**args).wall_s == pytest.approx(
+        4 * 10 * CHECKPOINT_STEP_S / 2)

@@ -15,7 +15,7 @@ import pytest
 from searchsvc import usecases
 from searchsvc.cli import main
 from searchsvc.driver import RunOptions
-from searchsvc.driver.preflight import run_preflight
+from searchsvc.driver.preflight import PreflightError, run_preflight
 from searchsvc.store import open_store
 from searchsvc.validation import validate_file
 
@@ -155,3 +155,25 @@ def test_run_preflights_by_default_and_no_preflight_skips_it(tmp_path: Path, ray
     assert main(["preflight", str(study)]) == 0
     shown = capsys.readouterr().out
     assert "preflight ok   metric: reports 'val_loss'" in shown and "Estimated cost:" in shown
+
+
+def test_a_study_that_never_started_is_preflighted_when_resumed(tmp_path: Path,
+                                                                 ray_local) -> None:
+    """How the service runs a submitted study: its driver resumes a created study, which is
+    preflighted first; a failure marks the study failed with the result in its provenance."""
+    store = open_store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    options = RunOptions(results_root=tmp_path / "results", live_progress=False)
+    good = write(tmp_path, "pf_resumed", SIMPLE.format(value="config['lr'] / step"),
+                 name="pf-resumed")
+    usecases.create(validate_file(good), store, options)
+    usecases.resume("pf-resumed", store, options)
+    done = store.get_study("pf-resumed")
+    assert done.state == "completed" and done.provenance["preflight"]["ok"]
+    bad = write(tmp_path, "pf_resumed_bad", SIMPLE.format(value="1.0"), metric="val_los",
+                name="pf-resumed-bad")
+    usecases.create(validate_file(bad), store, options)
+    with pytest.raises(PreflightError, match="never reported 'val_los'"):
+        usecases.resume("pf-resumed-bad", store, options)
+    failed = store.get_study("pf-resumed-bad")
+    assert failed.state == "failed" and not failed.provenance["preflight"]["ok"]
+    assert not store.get_trials("pf-resumed-bad")
