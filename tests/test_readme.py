@@ -37,6 +37,9 @@ def _merged(fragment: dict[str, Any]) -> str:
             study[key] = {**study[key], **value}
         else:
             study[key] = value
+    if "metrics" in fragment:  # several objectives replace the example's one, and its seed
+        for key in ("metric", "mode", "noise"):  # repeats (which rank by one metric)
+            study.pop(key, None)
     if study.get("searcher") == "grid" and "budget" not in fragment:
         del study["budget"]["trials"]  # "grid: may be omitted": the grid's size then
     return yaml.safe_dump(study, sort_keys=False)
