@@ -75,7 +75,7 @@ class TensorBoardTracker(Tracker):
         if previous is not None and previous != key:  # an older study of this name (--overwrite)
             for folder in self.logdir.glob("trial_[0-9]*"):
                 if folder.is_dir():
-                    shutil.rmtree(folder)
+                    _remove(folder)
         for old in self.logdir.glob(f"events.out.tfevents.*{SUFFIX}"):
             old.unlink()  # the experiment is written again, whole
         self._write_experiment(study, spec)
@@ -121,7 +121,7 @@ class TensorBoardTracker(Tracker):
         self._close(trial.number)
         folder = self.logdir / trial_folder(trial.number)
         if folder.exists():  # an earlier attempt's, or a partial one: replaced whole
-            shutil.rmtree(folder)
+            _remove(folder)
         writer = self.writers[trial.number] = EventWriter(folder)
         self.attempts[trial.number] = trial.attempts
         started = trial.started_at or time.time()
@@ -236,6 +236,17 @@ def _domain(param: Parameter) -> Any:
     if kinds == {float}:
         converted = [float(v) for v in converted]
     return hp.Discrete(converted)
+
+
+def _remove(folder: Path) -> None:
+    """Delete a trial folder this tracker wrote; refuse one holding anything else (``dir`` may
+    name a folder that is not only this study's)."""
+    for path in folder.rglob("*"):
+        if path.is_dir() or path.name == TRIAL_MARKER or path.name.endswith(SUFFIX):
+            continue
+        raise FileExistsError(f"{folder} holds files searchsvc did not write ({path.name}): "
+                              "not replacing it")
+    shutil.rmtree(folder)
 
 
 def _read_json(path: Path) -> dict[str, Any]:

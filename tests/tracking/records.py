@@ -26,6 +26,7 @@ description: Does depth help?
 objective: objectives.synthetic:branin
 metric: loss
 mode: min
+budget: {trials: 4, max_steps: 4}
 parameters:
   depth: {role: scientific, type: int, values: [1, 2]}
   lr: {role: nuisance, low: 1.0e-4, high: 1.0e-1, scale: log}

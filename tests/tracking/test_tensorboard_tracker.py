@@ -141,3 +141,14 @@ def test_an_overwritten_study_replaces_the_old_ones_trials(tmp_path: Path) -> No
     logs = Logs(tmp_path / "tb")
     assert logs.runs() == [".", "trial_00000"]
     assert logs.scalars("trial_00000", "loss") == curve(0, range(1, 2))
+
+
+def test_a_folder_holding_other_files_is_never_deleted(tmp_path: Path) -> None:
+    theirs = tmp_path / "tb" / "trial_00000"
+    theirs.mkdir(parents=True)
+    (theirs / "notes.txt").write_text("not searchsvc's")
+    tb = TensorBoardTracker(tmp_path / "tb")
+    tb.study_started(study(), spec(), [])
+    with pytest.raises(FileExistsError, match=r"notes\.txt"):
+        tb.trial_started(trial(0))
+    assert (theirs / "notes.txt").read_text() == "not searchsvc's"

@@ -161,10 +161,11 @@ def test_each_trial_is_one_tensorboard_run_with_its_hparams_and_scalars(
 
 def test_a_dead_tracking_server_costs_one_warning(
         ray_local, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    (tmp_path / "tracked_objective.py").write_text(textwrap.dedent(OBJECTIVE).replace(
+    (tmp_path / "dead_server_objective.py").write_text(textwrap.dedent(OBJECTIVE).replace(
         "time.sleep(0.3)", "pass"))
     spec_file = tmp_path / "dead.yaml"
     spec_file.write_text(textwrap.dedent(SPEC).replace("tracked-on-ray", "dead-server").replace(
+        "tracked_objective:", "dead_server_objective:").replace(
         "mlflow: {}", "mlflow: {tracking_uri: 'http://127.0.0.1:9'}").replace(
         f"trials: {TRIALS}", "trials: 4"))
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")

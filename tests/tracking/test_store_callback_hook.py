@@ -1,0 +1,101 @@
+"""The driver's store callback feeds the trackers: each start, batch of steps and end reaches
+them after the store holds it, and the callback still pickles detached (Ray Tune pickles its
+callbacks; the trackers must never travel)."""
+
+from __future__ import annotations
+
+import io
+import pickle
+from dataclasses import dataclass, field
+from typing import Any
+
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_INTERRUPTED
+from searchsvc.driver.callbacks import StoreCallback
+from searchsvc.driver.progress import Progress
+from searchsvc.searchers import create_searcher
+from searchsvc.store import InMemoryStore, Store
+from searchsvc.tracking import Trackers
+from searchsvc.worker.context import META_KEY
+from tests.tracking.records import SPEC, spec
+from tests.tracking.test_tracking_spec import Recorder
+
+
+class StoreChecker(Recorder):
+    """Records each call with what the store holds of the trial at that moment."""
+
+    def __init__(self, store: Store):
+        super().__init__("checker")
+        self.store = store
+        self.seen: list[tuple[str, int, Any, list[int]]] = []
+
+    def _stored(self, number: int) -> tuple[Any, list[int]]:
+        [trial] = [t for t in self.store.get_trials("tracked", measurements=True)
+                   if t.number == number]
+        return trial.state, [m.step for m in trial.measurements]
+
+    def trial_started(self, trial: Any) -> None:
+        self.seen.append(("started", trial.number, *self._stored(trial.number)))
+
+    def measurements(self, trial: Any, items: Any) -> None:
+        self.seen.append(("steps", trial.number, [m.step for m in items],
+                          self._stored(trial.number)[1]))
+
+    def trial_finished(self, trial: Any) -> None:
+        self.seen.append(("finished", trial.number, trial.state, self._stored(trial.number)[0]))
+
+
+@dataclass
+class FakeTrial:
+    """What the callback reads of Ray Tune's trial object."""
+
+    trial_id: str
+    config: dict
+    path: str | None = None
+    temporary_state: Any = None
+    error_file: str | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def callback(store: Store, trackers: Trackers) -> StoreCallback:
+    study = store.create_study(name="tracked", metric="loss", mode="min", searcher="quasi_random",
+                               spec_text=SPEC, spec_file="<spec>", total_trials=2,
+                               results_dir=None, provenance={})
+    progress = Progress("tracked", 2, "loss", "min", stream=io.StringIO(), live=False)
+    return StoreCallback(store, study, create_searcher(spec()), progress, trackers=trackers)
+
+
+def fake_trial(number: int) -> FakeTrial:
+    return FakeTrial(f"ray-{number}", {"lr": 0.01, "depth": 1, META_KEY: {
+        "number": number, "arm": {"depth": 1}, "seed": 7}})
+
+
+def test_trackers_get_each_write_after_the_store_has_it() -> None:
+    store = InMemoryStore()
+    checker = StoreChecker(store)
+    cb = callback(store, Trackers([checker]))
+    one, two = fake_trial(0), fake_trial(1)
+    cb.on_trial_start(0, [], one)
+    cb.on_trial_start(0, [], two)
+    for step in (1, 2):
+        cb.on_trial_result(0, [], one, {"training_iteration": step, "loss": 1.0 / step})
+    cb.write_results()
+    cb.on_trial_result(0, [], one, {"training_iteration": 3, "loss": 0.3})
+    cb.on_trial_result(0, [], two, {"training_iteration": 1, "loss": 0.9})
+    cb.on_trial_complete(0, [], one)  # its last step and its end, written together
+    cb.interrupt_all()  # the study stops while trial 1 runs
+    assert checker.seen == [
+        ("started", 0, "running", []),
+        ("started", 1, "running", []),
+        ("steps", 0, [1, 2], [1, 2]),
+        ("steps", 0, [3], [1, 2, 3]),
+        ("finished", 0, TRIAL_COMPLETED, TRIAL_COMPLETED),
+        ("steps", 1, [1], [1]),
+        ("finished", 1, TRIAL_INTERRUPTED, TRIAL_INTERRUPTED),
+    ]
+
+
+def test_the_callback_pickles_without_its_trackers() -> None:
+    store = InMemoryStore()
+    cb = callback(store, Trackers([StoreChecker(store)]))
+    copy = pickle.loads(pickle.dumps(cb))
+    assert copy.detached and not hasattr(copy, "trackers")
