@@ -104,6 +104,11 @@ def run_preflight(spec: StudySpec, *, code: str | None = None,
     backend = backend_class(spec.backend)
     steps = preflight_steps(spec)
     config = centre_config(spec)
+    if backend.runs_own_search:  # one search job with its own tuner: no trial to try
+        why = (f"backend '{spec.backend}' runs its own search as one job; preflight has no "
+               "single trial to run")
+        return PreflightResult(config, 0, (Check("runs", None, why),), (), None, None,
+                               time.monotonic() - started)
     settings = TrialSettings(
         study=spec.name, objective=spec.objective,
         search_paths=tuple(search_paths_for(spec.source.file, code)), metric=spec.metric,
