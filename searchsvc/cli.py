@@ -396,6 +396,10 @@ def serve(
     allow_objectives: Annotated[str, typer.Option(
         "--allow-objectives", help="Comma-separated module prefixes submitted studies may "
         "name as objective.")] = "objectives.",
+    allow_tracking_uri: Annotated[list[str] | None, typer.Option(
+        "--allow-tracking-uri", help="An MLflow tracking URI prefix submitted studies may send "
+        "their runs to (repeatable; default: none, only the store in the study's results "
+        "folder).")] = None,
     address: AddressOpt = None,
     max_running: Annotated[int, typer.Option(help="Studies run at once.")] = 1,
     num_cpus: Annotated[int | None, typer.Option(
@@ -438,6 +442,7 @@ def serve(
             raise typer.Exit(2)
     config = ServiceConfig(
         allow_objectives=prefixes, max_queued_per_user=max_queued_per_user,
+        allow_tracking_uris=tuple(allow_tracking_uri or ()),
         limits=replace(SERVER_LIMITS, **{k: v for k, v in given.items() if v is not None}),
         code_limits=BundleLimits(max_unpacked_bytes=int(max_code_mb * 1024 * 1024)))
     api = create_app(store, config, scheduler)

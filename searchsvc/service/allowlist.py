@@ -57,3 +57,28 @@ def refused_references(spec: StudySpec, prefixes: Sequence[str],
                       "with a token created with --allow-code (searchsvc submit --code DIR)")
         issues.append(spec.source.issue(ref.path, f"module {ref.module!r} {reason}", ref.value))
     return issues
+
+
+def refused_tracking(spec: StudySpec, allowed_uris: Sequence[str]) -> list[SpecIssue]:
+    """A submitted study's trackers write where the server allows, and only there: TensorBoard
+    inside the study's results folder (a relative ``dir`` without ``..``), MLflow to its
+    default store there or to a tracking URI under one of ``allowed_uris`` (the driver would
+    otherwise connect to any host, or write any path, the service's account can reach)."""
+    issues = []
+    tensorboard, mlflow = spec.tracking.tensorboard, spec.tracking.mlflow
+    if tensorboard is not None and tensorboard.dir is not None:
+        path = Path(tensorboard.dir)
+        if path.is_absolute() or ".." in path.parts:
+            issues.append(spec.source.issue(
+                ("tracking", "tensorboard", "dir"), "a submitted study writes its event files "
+                "inside its results folder: give a relative folder without '..'",
+                tensorboard.dir))
+    if mlflow is not None and mlflow.tracking_uri is not None and not any(
+            mlflow.tracking_uri.startswith(prefix) for prefix in allowed_uris):
+        allowed = ", ".join(allowed_uris) or "none; the default store in the results folder"
+        issues.append(spec.source.issue(
+            ("tracking", "mlflow", "tracking_uri"), f"this server does not send tracking "
+            f"there (allowed: {allowed}; its admin sets `serve --allow-tracking-uri`)",
+            mlflow.tracking_uri))
+    return issues
+

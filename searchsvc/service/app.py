@@ -50,6 +50,7 @@ class ServiceConfig:
     """What a running service is allowed to do."""
 
     allow_objectives: tuple[str, ...] = ("objectives.",)
+    allow_tracking_uris: tuple[str, ...] = ()  # MLflow tracking URI prefixes studies may use
     max_body_bytes: int = MAX_BODY_BYTES
     limits: SpecLimits = SERVER_LIMITS
     max_queued_per_user: int = 20  # studies created or running at once, per user
@@ -244,12 +245,13 @@ async def _limited_body(request: Request, limit: int) -> str:
 def _checked_spec(body: str, config: ServiceConfig, bundle: CodeBundle | None) -> StudySpec:
     """The valid spec in ``body`` within the server's limits, every module it imports allowed
     (or in ``bundle``); nothing is imported to find out."""
-    from searchsvc.service.allowlist import refused_references
+    from searchsvc.service.allowlist import refused_references, refused_tracking
     from searchsvc.usecases import validate_text
 
     spec = validate_text(body, file="<request>", limits=config.limits)
-    refused = refused_references(spec, config.allow_objectives,
-                                 bundle.path if bundle is not None else None)
+    refused = [*refused_references(spec, config.allow_objectives,
+                                   bundle.path if bundle is not None else None),
+               *refused_tracking(spec, config.allow_tracking_uris)]
     if refused:
         raise SpecError(refused)
     return spec

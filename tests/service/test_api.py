@@ -89,6 +89,35 @@ def test_objectives_outside_the_allowed_prefixes_are_refused(client: TestClient,
     assert store.list_studies() == []  # nothing imported, nothing created
 
 
+@pytest.mark.parametrize(("tracking", "field"), [
+    ("{tensorboard: {dir: /etc/searchsvc}}", "tracking.tensorboard.dir"),
+    ("{tensorboard: {dir: ../../elsewhere}}", "tracking.tensorboard.dir"),
+    ("{mlflow: {tracking_uri: 'http://10.0.0.5:5000'}}", "tracking.mlflow.tracking_uri"),
+    ("{mlflow: {tracking_uri: 'sqlite:////var/lib/other.db'}}",
+     "tracking.mlflow.tracking_uri"),
+])
+def test_a_submitted_study_tracks_only_where_the_server_allows(
+        client: TestClient, store: Store, tracking: str, field: str) -> None:
+    token = store.create_token("ada")
+    response = client.post("/studies", content=SPEC + f"tracking: {tracking}\n",
+                           headers=auth(token))
+    assert response.status_code == 422
+    assert field in response.json()["detail"]
+    assert store.list_studies() == []
+    inside = client.post("/studies", content=SPEC + "tracking: {mlflow: {}, tensorboard: "
+                         "{dir: tb}}\n", headers=auth(token))
+    assert inside.status_code == 201, inside.json()
+
+
+def test_a_tracking_server_the_admin_allows_is_accepted(store: Store) -> None:
+    config = ServiceConfig(allow_tracking_uris=("http://mlflow.internal:5000",))
+    client = TestClient(create_app(store, config))
+    response = client.post(
+        "/studies", headers=auth(store.create_token("ada")),
+        content=SPEC + "tracking: {mlflow: {tracking_uri: 'http://mlflow.internal:5000'}}\n")
+    assert response.status_code == 201, response.json()
+
+
 def test_oversized_bodies_are_refused(client: TestClient, store: Store) -> None:
     big = SPEC + "#" * 30_000
     response = client.post("/studies", content=big, headers=auth(store.create_token("ada")))
