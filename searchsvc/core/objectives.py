@@ -9,6 +9,8 @@ from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from searchsvc.core.curve import is_finite_number
+
 Direction = Literal["min", "max"]
 
 
@@ -32,7 +34,7 @@ class Constraint:
     def violation(self, final_metrics: Mapping[str, float]) -> float | None:
         """How far the trial is outside the bounds (0 when inside); None when unreported."""
         value = final_metrics.get(self.metric)
-        if value is None or not is_finite_real(value):
+        if value is None or not is_finite_number(value):
             return None
         over = value - self.high if self.high is not None else -math.inf
         under = self.low - value if self.low is not None else -math.inf
@@ -46,16 +48,11 @@ class Constraint:
         return f"{self.metric} >= {self.low:g}"
 
 
-def is_finite_real(value: Any) -> bool:
-    return (isinstance(value, int | float) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
 def update_final(final: MutableMapping[str, float], metrics: Mapping[str, Any]) -> None:
     """Fold one report's ``metrics`` into ``final``: each finite number replaces the earlier
     value of its metric (non-finite and non-numeric values are never final)."""
     for name, value in metrics.items():
-        if is_finite_real(value):
+        if is_finite_number(value):
             final[name] = float(value)
 
 
@@ -80,8 +77,3 @@ def violations(constraints: Sequence[Constraint], final: Mapping[str, float]
                ) -> tuple[float | None, ...]:
     """Each constraint's violation (0: satisfied; None: the metric was never reported)."""
     return tuple(c.violation(final) for c in constraints)
-
-
-def feasible(constraints: Sequence[Constraint], final: Mapping[str, float]) -> bool:
-    """Every constraint reported and satisfied."""
-    return all(v == 0.0 for v in violations(constraints, final))
