@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed
 # so GPU users keep their CUDA build. Override with e.g. `make TORCH=torch test`.
 TORCH  ?= torch==2.13.0
 
-.PHONY: demo test lint install browser postgres clean
+.PHONY: demo test lint install browser clean
 
 install: $(STAMP)
 
@@ -27,11 +27,9 @@ browser:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
-# The store's tests run against a real PostgreSQL server as well as SQLite.
-postgres:
-	@bash .ci/postgres.sh
-
-test: $(STAMP) browser postgres
+# The store's tests also run against a real PostgreSQL server: the test session starts a private
+# one from the machine's PostgreSQL binaries (Debian's postgresql package) and deletes it after.
+test: $(STAMP) browser
 	$(BIN)/ruff check searchsvc objectives tests examples benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q

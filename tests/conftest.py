@@ -33,14 +33,24 @@ def ray_local():
     ray.shutdown()
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test, dropped afterwards (the server:
-    ``$SEARCHSVC_TEST_POSTGRES``, default 127.0.0.1:5432)."""
-    from searchsvc.testing.postgres import POSTGRES_ADMIN_URL, fresh_database
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """The URL of a private PostgreSQL server, started once for the session and deleted after
+    it (searchsvc.testing.postgres.private_server); the tests that need it fail if it cannot
+    start."""
+    from searchsvc.testing.postgres import private_server
 
-    with fresh_database(POSTGRES_ADMIN_URL,
-                        f"searchsvc_test_{os.getpid()}_{next(_databases)}") as url:
+    with private_server() as url:
+        yield url
+
+
+@pytest.fixture
+def postgres_url(postgres_server: str) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test on the private server, dropped
+    afterwards."""
+    from searchsvc.testing.postgres import fresh_database
+
+    with fresh_database(postgres_server, f"searchsvc_test_{next(_databases)}") as url:
         yield url
 
 
