@@ -4,8 +4,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# A CPU build of torch lies on local disk on our machines; the package itself accepts torch>=2.3
-# so GPU users keep their CUDA build. Override with e.g. `make TORCH=torch test`.
+# The default pins the CPU build of torch; the package itself only sets a floor (pyproject.toml),
+# so GPU users keep their CUDA build with e.g. `make TORCH=torch test`.
 TORCH  ?= torch==2.13.0
 
 .PHONY: demo test lint install browser clean
@@ -32,6 +32,7 @@ browser:
 test: $(STAMP) browser
 	$(BIN)/ruff check searchsvc objectives tests examples benchmarks
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet  # the docs site, into site/
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
