@@ -19,8 +19,8 @@ val_error within the budget. Verdict (PASS/FAIL): asha's median time to target a
 shorter than full-budget random search's, at --target (default: full-budget random search's
 median best, i.e. what random search finds with its whole budget).
 
-Steps for a result within noise (--equal trials only; with --model mlp, the claim
-tests/driver once asserted from a single run): per multi-fidelity searcher, its median
+Steps for a result within noise (--equal trials only; a claim about the digits MLP, so with
+--model mlp): per multi-fidelity searcher, its median
 epochs against full-budget random search's, and on how many seeds its best val_error was within
 noise (two standard errors of an error rate on the 360 validation images) of random search's
 best on the same seed. PASS: at most half random search's median epochs, and within noise on at

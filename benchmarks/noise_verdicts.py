@@ -1,4 +1,4 @@
-"""How often the scientific verdict says "differs", with seed repeats against the old proxy.
+"""How often the scientific verdict says "differs", with seed repeats against the proxy.
 
 Simulated studies with planted seed noise (searchsvc.testing.planted_noise: the real random
 searcher proposes 10 trials per value of a scientific parameter, the real planner picks each
@@ -8,10 +8,10 @@ a false alarm). For each design, the rate of "differs" (for the planted winner) 
 studies, by:
 - searchsvc's verdict with repeats (means over seeds, simultaneous 95% intervals on the measured
   seed noise), and
-- the proxy used before (and still, labelled, with `noise: off`): the gap between the values'
+- the proxy the report uses, labelled, with `noise: off`: the gap between the values'
   best single trials against twice the spread of each value's top 3 trials.
 
-Targets (issue 17): a 3-sigma effect called "differs" in at least 90% of studies, a null in at
+Targets: a 3-sigma effect called "differs" in at least 90% of studies, a null in at
 most 5%.
 
     .venv/bin/python benchmarks/noise_verdicts.py [--studies 200]

@@ -1,4 +1,4 @@
-"""Preflight's cost estimate against the study's real duration, on this machine.
+"""Preflight's cost estimate against the study's real duration, on the machine that runs this.
 
 Runs digits studies with ``searchsvc run`` (preflight on, as users run them), each in a fresh
 SEARCHSVC_HOME, and prints the estimate preflight stored in the study's provenance next to the
