@@ -12,7 +12,8 @@ A page asks for one with a marker line, ``<!-- generated: NAME -->``:
 - ``benchmark-results``: ``benchmarks/RESULTS.md``, with its links to recorded results turned
   into paths.
 
-An unknown marker, or one whose section fails to render, fails the build.
+An unknown marker, or one whose section fails to render, fails the build. The hooks also render
+the docstrings' reST cross-references (``:class:`...```) on the Python API page as code.
 """
 
 from __future__ import annotations
@@ -180,13 +181,13 @@ def render_rest_api() -> str:
     info = doc["info"]
     out = [f"OpenAPI {doc['openapi']}, {info['title']} {info['version']}: "
            f"{_cell(info.get('description', ''))}", "",
-           "| method | path | what it does |", "|---|---|---|"]
+           "| operation | what it does |", "|---|---|"]
     operations = [(path, method.upper(), op) for path, ops in doc["paths"].items()
                   for method, op in ops.items()]
     for path, method, op in operations:
         anchor = _anchor(f"{method} {path}", "op")
         first = (op.get("description") or op.get("summary", "")).split(". ")[0].rstrip(".")
-        out.append(f"| `{method}` | [`{path}`](#{anchor}) | {_cell(first)} |")
+        out.append(f"| [`{method} {path}`](#{anchor}) | {_cell(first)} |")
     out.append("")
     for path, method, op in operations:
         out += [f"### `{method} {path}` {{#{_anchor(f'{method} {path}', 'op')}}}", "",
@@ -267,5 +268,19 @@ def expand(markdown: str) -> str:
     return MARKER.sub(section, markdown)
 
 
+# The package's docstrings cross-reference in reST (:class:`~searchsvc.errors.SpecError`), which
+# the Markdown of the Python API page shows as literal text: render the name alone, as code.
+REST_ROLE = re.compile(r":(?:class|meth|func|mod|attr|exc|data|obj):<code>(~?)([\w.]+)</code>")
+
+
+def _role(match: re.Match[str]) -> str:
+    short, name = match.groups()
+    return f"<code>{name.rsplit('.', 1)[-1] if short else name}</code>"
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
     return expand(markdown)
+
+
+def on_page_content(html: str, **_: Any) -> str:
+    return REST_ROLE.sub(_role, html)
