@@ -7,16 +7,10 @@ users' scripts already match on.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 
-class _StrEnum(str, Enum):
-    # As Python 3.11's StrEnum: formatting and str() give the value, on 3.10 too.
-    __str__ = str.__str__
-    __format__ = str.__format__  # type: ignore[assignment]
-
-
-class StudyState(_StrEnum):
+class StudyState(StrEnum):
     CREATED = "created"
     RUNNING = "running"
     INTERRUPTED = "interrupted"  # stopped before its budget was spent: resumable
@@ -24,7 +18,7 @@ class StudyState(_StrEnum):
     FAILED = "failed"
 
 
-class TrialState(_StrEnum):
+class TrialState(StrEnum):
     RUNNING = "running"
     COMPLETED = "completed"
     PRUNED = "pruned"  # stopped early by a scheduler; its measurements are kept
@@ -38,7 +32,7 @@ class TrialState(_StrEnum):
         return self in FINISHED_TRIAL_STATES
 
 
-class EventKind(_StrEnum):
+class EventKind(StrEnum):
     """What a scheduler (or Ray Tune's retry) did to a running trial."""
 
     STOPPED_EARLY = "stopped_early"  # data: rung, cutoff, value

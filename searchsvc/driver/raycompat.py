@@ -18,7 +18,7 @@ from ray.tune.schedulers import AsyncHyperBandScheduler, PopulationBasedTraining
 from ray.tune.schedulers.async_hyperband import _Bracket
 from ray.tune.schedulers.pb2 import PB2
 
-RAY_VERSIONS = ">=2.40,<2.61"
+RAY_VERSIONS = ">=2.60,<2.61"
 
 # (owner, private attribute) pairs this module relies on; checked by the tests.
 PRIVATE_NAMES: tuple[tuple[str, str], ...] = (

@@ -9,7 +9,7 @@ import functools
 import math
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qs, quote
 
@@ -297,7 +297,7 @@ def _progress_plot(study: StudyRecord, trials: Sequence[TrialRecord]) -> str | N
 def _when(timestamp: float | None) -> str:
     if not timestamp:
         return MISSING
-    return datetime.fromtimestamp(timestamp, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(timestamp, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def _duration(seconds: float | None) -> str:
