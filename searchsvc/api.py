@@ -153,9 +153,9 @@ def run(study: StudySource, *, storage: str | None = None, address: str | None =
     objective's module is there, none for a dict; ``False``: none). The remote :class:`Study`
     is returned once the study has finished, or at once with ``wait=False``.
 
-    ``preflight`` (local runs): first run the objective at the centre of the space for a few
-    steps, check it and estimate the study's cost, as ``searchsvc run`` does (a server
-    preflights a submitted study itself before its first trial)."""
+    ``preflight``: first run the objective at the centre of the space for a few steps, check
+    it and estimate the study's cost, as ``searchsvc run`` does (a server preflights a
+    submitted study itself before its first trial; ``False`` asks it not to)."""
     from searchsvc import usecases
     from searchsvc.driver import RunOptions
 
@@ -168,7 +168,7 @@ def run(study: StudySource, *, storage: str | None = None, address: str | None =
         if given:
             raise SearchsvcError(f"{', '.join(given)}: options of a local run; a server "
                                  "runs a submitted study with its own")
-        return _submit(spec, _client(server, token), code, wait)
+        return _submit(spec, _client(server, token), code, wait, preflight)
     store = open_store(storage)
     options = RunOptions(address=address, results_root=Path(results) if results else None,
                          num_cpus=num_cpus, verbose=verbose)
@@ -209,7 +209,7 @@ def _client(server: str, token: str | None) -> ServiceClient:
 
 
 def _submit(spec: StudySpec, client: ServiceClient, code: str | Path | Literal[False] | None,
-            wait: bool) -> Study:
+            wait: bool, preflight: bool) -> Study:
     """Submit ``spec`` (uploading ``code``, see :func:`run`) to ``client``'s server."""
     from searchsvc.client import RemoteStudies
     from searchsvc.codebundle import own_code_folder, pack
@@ -218,7 +218,7 @@ def _submit(spec: StudySpec, client: ServiceClient, code: str | Path | Literal[F
         given = Path(spec.source.file)
         code = own_code_folder(spec.objective, given.parent) if given.is_file() else None
     sha = client.upload_code(pack(Path(code)))["sha256"] if code else None
-    client.submit(spec.source.text, code=sha)
+    client.submit(spec.source.text, code=sha, preflight=preflight)
     study = Study(spec.name, RemoteStudies(client))
     if wait:
         study.wait()

@@ -325,6 +325,9 @@ def submit(spec: Annotated[Path, typer.Argument(help="Study file to submit.")],
                "Default: the study file's folder when the objective's module is there.")] = None,
            no_code: Annotated[bool, typer.Option(
                "--no-code", help="Upload no code: the server must have the objective.")] = False,
+           no_preflight: Annotated[bool, typer.Option(
+               "--no-preflight", help="The server starts the study without preflight (the "
+               "objective at the centre of the space for a few steps).")] = False,
            ) -> None:
     """Submit a study file to a searchsvc server, which runs it."""
     from searchsvc.codebundle import own_code_folder, pack
@@ -340,7 +343,7 @@ def submit(spec: Annotated[Path, typer.Argument(help="Study file to submit.")],
         sha = uploaded["sha256"]
         out.print(f"code: {folder} ({uploaded['files']} files, {uploaded['bytes']} bytes) "
                   f"sha256 {sha[:12]}")
-    _print_remote(client.submit(text, code=sha))
+    _print_remote(client.submit(text, code=sha, preflight=not no_preflight))
 
 
 @app.command()

@@ -48,9 +48,14 @@ class ServiceClient:
             raise ServiceError("no server: pass --server URL or set SEARCHSVC_SERVER")
         self.server, self.token = server.rstrip("/"), token
 
-    def submit(self, spec_text: str, code: str | None = None) -> dict[str, Any]:
-        """Create a study from ``spec_text``; ``code``: the sha256 of an uploaded bundle."""
-        query = f"?code={code}" if code else ""
+    def submit(self, spec_text: str, code: str | None = None,
+               preflight: bool = True) -> dict[str, Any]:
+        """Create a study from ``spec_text``; ``code``: the sha256 of an uploaded bundle;
+        ``preflight=False``: the server starts it without preflight."""
+        params = {"code": code} if code else {}
+        if not preflight:
+            params["preflight"] = "false"
+        query = f"?{urllib.parse.urlencode(params)}" if params else ""
         return self._json("POST", f"/studies{query}", spec_text.encode())
 
     def upload_code(self, archive: bytes) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from searchsvc.core import StudyRecord
 from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec, spec_of
@@ -52,13 +52,24 @@ def validate_text(text: str | bytes, file: str = "<spec>",
 
 def create(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
            overwrite: bool = False, owner: str | None = None, code: CodeBundle | None = None,
-           import_objective: bool = True) -> StudyRecord:
+           import_objective: bool = True, preflight: bool = True) -> StudyRecord:
     """Record a new study from a checked ``spec`` (see :func:`searchsvc.driver.create_study`;
-    the service passes ``import_objective=False``: its API process runs no user code)."""
+    the service passes ``import_objective=False``: its API process runs no user code).
+    ``preflight=False`` records that its first run starts without preflight (``searchsvc
+    submit --no-preflight``): :func:`resume` then skips it."""
     from searchsvc.driver.run import RunOptions, create_study
 
-    return create_study(spec, store, options or RunOptions(), overwrite=overwrite,
-                        owner=owner, code=code, import_objective=import_objective)
+    study = create_study(spec, store, options or RunOptions(), overwrite=overwrite,
+                         owner=owner, code=code, import_objective=import_objective)
+    if preflight:
+        return study
+    return store.update_study(study.name, provenance={**study.provenance,
+                                                      "preflight": PREFLIGHT_SKIPPED})
+
+
+# What a study's provenance holds when it was created to start without preflight.
+PREFLIGHT_SKIPPED: dict[str, Any] = {"skipped": "started without preflight (--no-preflight)",
+                                     "checks": []}
 
 
 def run(spec: StudySpec, store: Store, options: RunOptions | None = None, *,

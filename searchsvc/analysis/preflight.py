@@ -344,6 +344,8 @@ def describe_duration(seconds: float) -> str:
 
 def summary_lines(result: Mapping[str, Any]) -> list[str]:
     """Plain-language lines for a stored preflight result (provenance["preflight"])."""
+    if result.get("skipped"):
+        return [f"Preflight: not run, {result['skipped']}."]
     lines: list[str] = []
     timing = result.get("timing") or {}
     estimate = result.get("estimate") or {}

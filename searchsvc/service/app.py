@@ -131,7 +131,11 @@ def create_app(store: Store, config: ServiceConfig | None = None,
                      code: Annotated[str | None, Query(
                          description="sha256 of a code bundle uploaded with POST /code, which "
                          "the study's objective imports from (needs a code token)",
-                         pattern="^[0-9a-f]{64}$")] = None) -> dict[str, Any]:
+                         pattern="^[0-9a-f]{64}$")] = None,
+                     preflight: Annotated[bool, Query(
+                         description="false: start the study without preflight (the "
+                         "objective at the centre of the space for a few steps)")] = True,
+                     ) -> dict[str, Any]:
         """Create a study from a study file, sent as YAML or JSON. 422 carries exactly the
         messages of ``searchsvc validate``, and names any module the server may not import."""
         body = await _limited_body(request, config.max_body_bytes)
@@ -145,7 +149,7 @@ def create_app(store: Store, config: ServiceConfig | None = None,
 
             try:  # the objective's module is located, never imported, in the API process
                 return usecases.create(spec, store, owner=token.user, code=bundle,
-                                       import_objective=False)
+                                       import_objective=False, preflight=preflight)
             except ConflictError:
                 raise HTTPException(409, f"a study named {spec.name!r} already exists"
                                     ) from None

@@ -108,10 +108,16 @@ def test_values_outside_the_hypermodels_space_fail_their_trial_with_the_paramete
 
 
 def test_a_study_that_never_uses_keras_does_not_import_tensorflow(tmp_path: Path) -> None:
+    # The quickstart, shortened: every phase a run goes through (preflight, search, seed
+    # repeats, report) in a few trials.
+    study = tmp_path / "quickstart.yaml"
+    study.write_text((ROOT / "spaces" / "quickstart.yaml").read_text().replace(
+        "budget: {trials: 16, max_concurrent: 2, max_steps: 8}",
+        "budget: {trials: 4, max_concurrent: 2, max_steps: 2}\nnoise: {top_k: 1, seeds: 2}"))
     script = f"""
 import sys
 from searchsvc.cli import main
-code = main(["run", {str(ROOT / 'spaces' / 'quickstart.yaml')!r}, "--storage",
+code = main(["run", {str(study)!r}, "--storage",
              "sqlite:///{tmp_path / 'db.sqlite'}", "--num-cpus", "2"])
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras",
                                                                "keras_tuner", "autokeras"))

@@ -64,7 +64,9 @@ def searchsvc(cluster: LoopbackCluster, *args: str, token: bool = True,
     env = dict(cluster.env, PYTHONPATH=str(ROOT))
     if not token:
         env = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
-    return subprocess.run([sys.executable, "-m", "searchsvc.cli", *args], env=env,
+    # Preflight is tested on its own (tests/driver/test_preflight_on_ray.py).
+    return subprocess.run([sys.executable, "-m", "searchsvc.cli", *args, "--no-preflight"],
+                          env=env,
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
@@ -168,7 +170,7 @@ def test_a_worker_node_lost_mid_study_costs_no_trial(small_cluster: LoopbackClus
     env = dict(small_cluster.env, PYTHONPATH=str(ROOT))
     driver = subprocess.Popen(
         [sys.executable, "-m", "searchsvc.cli", "run", str(path), "--address",
-         small_cluster.address, "--storage", db], env=env, cwd=ROOT,
+         small_cluster.address, "--storage", db, "--no-preflight"], env=env, cwd=ROOT,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     store = SqlStore(db)
     deadline = time.time() + 120

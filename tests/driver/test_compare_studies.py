@@ -42,7 +42,7 @@ def test_a_child_made_from_next_study_is_compared_with_its_parent(ray_local, tmp
     options = RunOptions(results_root=tmp_path / "results", live_progress=False)
     parent_file = tmp_path / "tune-x.yaml"
     parent_file.write_text(textwrap.dedent(PARENT))
-    first = usecases.run(usecases.validate(parent_file), store, options)
+    first = usecases.run(usecases.validate(parent_file), store, options, preflight=False)
     assert first.outcome.study.state == "completed"
 
     suggested = (first.report.folder / "next_study.yaml").read_text()
@@ -51,7 +51,7 @@ def test_a_child_made_from_next_study_is_compared_with_its_parent(ray_local, tmp
     child_file.write_text(suggested + "warm_start: {study: tune-x}\n")
     child = usecases.validate(child_file)
     assert (child.parent, child.warm_start) == ("tune-x", "tune-x")
-    second = usecases.run(child, store, options)
+    second = usecases.run(child, store, options, preflight=False)
     assert second.outcome.study.state == "completed"
 
     warm = store.get_study(child.name).provenance["warm_start"]

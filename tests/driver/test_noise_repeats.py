@@ -53,8 +53,8 @@ def test_repeats_are_linked_survive_a_killed_driver_and_decide_the_verdict(tmp_p
     spec.write_text(textwrap.dedent(SPEC))
     store = SqlStore(f"sqlite:///{home / 'searchsvc.db'}")
 
-    proc = searchsvc("run", str(spec), "--num-cpus", "2", home=home, cwd=tmp_path,
-                     start_new_session=True)
+    proc = searchsvc("run", str(spec), "--num-cpus", "2", "--no-preflight", home=home,
+                     cwd=tmp_path, start_new_session=True)
     deadline = time.monotonic() + 240
     while completed_repeats(store) < 2:
         assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""

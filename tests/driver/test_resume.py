@@ -75,8 +75,8 @@ def test_stopped_study_resumes_without_losing_or_rerunning_trials(tmp_path: Path
                                                   f"searcher: {searcher}"))
     store = SqlStore(f"sqlite:///{home / 'searchsvc.db'}")
 
-    proc = searchsvc("run", str(spec), "--num-cpus", "2", home=home, cwd=tmp_path,
-                     start_new_session=True)
+    proc = searchsvc("run", str(spec), "--num-cpus", "2", "--no-preflight", home=home,
+                     cwd=tmp_path, start_new_session=True)
     wait_for_completed(store, 4, proc, timeout=180)
     if how == "ctrl-c":
         os.killpg(proc.pid, signal.SIGINT)

@@ -81,7 +81,8 @@ def test_a_users_own_code_runs_on_the_worker_node_of_a_cluster(
         token = s.store.create_token("ada", allow_code=True)
         # The server cannot import the objective: it is in no folder on its import path.
         assert not any((p / "ada_train.py").exists() for p in s.pythonpath)
-        submitted = s.cli("submit", str(folder / "study.yaml"), token=token, cwd=tmp_path)
+        submitted = s.cli("submit", str(folder / "study.yaml"), "--no-preflight", token=token,
+                          cwd=tmp_path)
         assert submitted.returncode == 0, submitted.stdout + submitted.stderr
         assert "code: " in submitted.stdout and "5 files" in submitted.stdout
         waited = s.cli("status", "ada-own-code", "--wait", "--every", "1", token=token,

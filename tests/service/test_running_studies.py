@@ -43,6 +43,9 @@ def test_a_study_submitted_with_the_cli_runs_and_its_report_downloads(service: S
     assert submitted.returncode == 0 and "served: created" in submitted.stdout, submitted
     study = service.wait_for("served", "completed")
     assert study["trial_counts"] == {"completed": 6}
+    # The service's driver preflighted it before its first trial.
+    checks = service.store.get_study("served").provenance["preflight"]["checks"]
+    assert checks and all(c["ok"] is not False for c in checks)
     assert "served: completed · 6 completed of 6" in cli("status", "served").stdout
     trials = service.call("GET", "/studies/served/trials?curves=true")
     assert all(len(t["measurements"]) == 6 for t in trials)
@@ -72,8 +75,11 @@ def test_a_study_submitted_with_the_cli_runs_and_its_report_downloads(service: S
 
 
 def test_cancel_stops_a_running_study_and_resume_runs_it_again(service: Service) -> None:
-    service.call("POST", "/studies", SPEC.format(name="long", trials=400))
+    # Started without preflight, as `searchsvc submit --no-preflight` asks.
+    service.call("POST", "/studies?preflight=false", SPEC.format(name="long", trials=400))
     service.wait_for_completed_trials("long", 4)
+    skipped = service.store.get_study("long").provenance["preflight"]
+    assert "checks" in skipped and not skipped["checks"] and "--no-preflight" in skipped["skipped"]
     service.call("POST", "/studies/long/cancel")
     stopped = service.wait_for("long", "interrupted", timeout=60)
     done = stopped["trial_counts"].get("completed", 0)
@@ -85,7 +91,7 @@ def test_cancel_stops_a_running_study_and_resume_runs_it_again(service: Service)
 
 
 def test_a_killed_service_resumes_its_studies_with_every_trial_once(service: Service) -> None:
-    service.call("POST", "/studies", SPEC.format(name="survivor", trials=60))
+    service.call("POST", "/studies?preflight=false", SPEC.format(name="survivor", trials=60))
     service.wait_for_completed_trials("survivor", 6)
     driver = service.store.get_study("survivor").driver
     service.kill()  # the service, then its driver and that driver's Ray: a lost machine

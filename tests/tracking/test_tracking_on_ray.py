@@ -81,8 +81,8 @@ def resumed(tmp_path_factory: pytest.TempPathFactory) -> Resumed:
     (folder / "study.yaml").write_text(textwrap.dedent(SPEC))
     store = SqlStore(f"sqlite:///{home / 'searchsvc.db'}")
 
-    proc = searchsvc("run", "study.yaml", "--num-cpus", "2", home=home, cwd=folder,
-                     start_new_session=True)
+    proc = searchsvc("run", "study.yaml", "--num-cpus", "2", "--no-preflight", home=home,
+                     cwd=folder, start_new_session=True)
     deadline = time.monotonic() + 180
     while True:
         assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
@@ -173,7 +173,8 @@ def test_a_dead_tracking_server_costs_one_warning(
     started = time.monotonic()
     with caplog.at_level(logging.WARNING, logger="searchsvc.tracking"):
         run = usecases.run(validate_file(spec_file), store,
-                           RunOptions(live_progress=False, progress_stream=progress))
+                           RunOptions(live_progress=False, progress_stream=progress),
+                           preflight=False)
     assert time.monotonic() - started < 240
     assert run.outcome.study.state == "completed" and run.outcome.finished == 4
     [warning] = [r.getMessage() for r in caplog.records if r.name == "searchsvc.tracking"]
