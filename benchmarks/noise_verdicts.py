@@ -1,6 +1,6 @@
 """How often the scientific verdict says "differs", with seed repeats against the proxy.
 
-Simulated studies with planted seed noise (searchsvc.testing.planted_noise: the real random
+Simulated studies with planted seed noise (searchsvc.testing.planted: the real random
 searcher proposes 10 trials per value of a scientific parameter, the real planner picks each
 value's top 2 configurations to rerun; only training is simulated, value = truth + N(0, sigma)).
 Value ``a`` is better than the others by the planted effect (0: a null, where any "differs" is
@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from searchsvc.testing.planted_noise import differs_rates, rates_table
+from searchsvc.testing.planted import differs_rates, rates_table
 
 DESIGNS = [(2, 3), (2, 4), (3, 3), (3, 5)]  # (values, seeds per repeated config)
 EFFECTS = [0.0, 1.0, 2.0, 3.0, 4.0]

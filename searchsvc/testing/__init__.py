@@ -1,6 +1,8 @@
 """Reusable test suites and fixtures, shipped with searchsvc for its tests and benchmarks (and for
-anyone adding a searcher, backend or store): contract suites that every registered searcher,
-backend and store must pass, a fresh PostgreSQL database, and a real ``searchsvc serve``.
+anyone adding a searcher, backend or store, or testing what the analysis finds): contract suites
+that every registered searcher, backend and store must pass, planted studies (``planted``: trials
+proposed by the real searcher, trained on a curve with a known answer), a fresh PostgreSQL
+database, and a real ``searchsvc serve``.
 
 The suites import pytest; nothing else in searchsvc imports this package.
 """

@@ -1,5 +1,5 @@
 """The scientific verdict against measured seed noise, on simulated studies with a planted
-effect and planted seed sigma (searchsvc.testing.planted_noise: the real random searcher and
+effect and planted seed sigma (searchsvc.testing.planted: the real random searcher and
 repeat planner, simulated training). Rates are over 200 studies each, printed with -s."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 from searchsvc.analysis.isolation import METHOD_PROXY, VERDICT_WITHIN_NOISE
 from searchsvc.analysis.noise import METHOD_TUKEY, estimate_noise
 from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE, TrialRecord
-from searchsvc.testing.planted_noise import SIGMA, differs_rates, rates_table, simulate
+from searchsvc.testing.planted import SIGMA, differs_rates, rates_table, simulate
 
 STUDIES = 200
 

@@ -14,7 +14,7 @@ from objectives.synthetic import PLAYBOOK_FLOOR
 from searchsvc.analysis import analyze
 from searchsvc.spec import parse_spec
 from searchsvc.store import InMemoryStore, Store
-from tests.analysis.planted import converging, lr_miss, planted_study
+from searchsvc.testing.planted import converging, lr_miss, planted_study
 
 COMMON = """
         objective: objectives.synthetic:playbook
@@ -54,7 +54,7 @@ BEYOND_HIGH = """
 
 
 def test_best_learning_rate_beyond_the_high_edge_is_reported_with_a_wider_range(store):
-    study, spec, trials = planted_study(store, BEYOND_HIGH, lr_wd_curve(-1.5))
+    study, spec, trials = planted_study(BEYOND_HIGH, lr_wd_curve(-1.5), store=store)
     result = analyze(study, spec, trials)
     lr = by_name(result.boundaries, "learning_rate")
     assert lr.status == "near_high"
@@ -64,13 +64,13 @@ def test_best_learning_rate_beyond_the_high_edge_is_reported_with_a_wider_range(
 
 
 def test_optimum_inside_every_range_raises_no_boundary_alarm(store):
-    study, spec, trials = planted_study(store, """
+    study, spec, trials = planted_study("""
         study: inside
         budget: {trials: 30, max_steps: 12}
         parameters:
           learning_rate: {role: nuisance, low: 1.0e-4, high: 1.0, scale: log}
           weight_decay: {role: nuisance, low: 1.0e-6, high: 1.0e-2, scale: log}
-    """.rstrip() + COMMON, lr_wd_curve(-1.5))
+    """.rstrip() + COMMON, lr_wd_curve(-1.5), store=store)
     result = analyze(study, spec, trials)
     assert [c.status for c in result.boundaries] == ["ok", "ok"]
     for diagnosis in result.curves:  # clean, converging curves
@@ -91,13 +91,13 @@ def test_a_scientific_value_better_only_once_its_learning_rate_is_tuned_wins_iso
     assert (depth_curve({**naive, "depth": 1}, random.Random(0), 10)[-1]["val_loss"]
             < depth_curve({**naive, "depth": 3}, random.Random(0), 10)[-1]["val_loss"])
     # ...but with the learning rate tuned per depth, depth 3 is clearly better.
-    study, spec, trials = planted_study(store, """
+    study, spec, trials = planted_study("""
         study: depth
         budget: {trials: 40, max_steps: 10}
         parameters:
           depth: {role: scientific, values: [1, 3]}
           learning_rate: {role: nuisance, low: 1.0e-4, high: 0.3, scale: log}
-    """.rstrip() + COMMON, depth_curve)
+    """.rstrip() + COMMON, depth_curve, store=store)
     [iso] = analyze(study, spec, trials).isolation
     assert iso.parameter == "depth" and iso.verdict == "differs" and iso.best_value == 3
     assert [p.value for p in iso.points] == [1, 3]
@@ -112,13 +112,13 @@ def test_scientific_values_that_do_not_matter_are_called_within_noise(store):
         final = 0.2 + 0.08 * lr_miss(config, -2.0) ** 2 + rng.gauss(0, 0.01)
         return converging(final, rng, steps)
 
-    study, spec, trials = planted_study(store, """
+    study, spec, trials = planted_study("""
         study: activation
         budget: {trials: 40, max_steps: 10}
         parameters:
           activation: {role: scientific, values: [relu, gelu]}
           learning_rate: {role: nuisance, low: 1.0e-4, high: 1.0, scale: log}
-    """.rstrip() + COMMON, curve)
+    """.rstrip() + COMMON, curve, store=store)
     [iso] = analyze(study, spec, trials).isolation
     assert iso.verdict == "within_noise", iso.detail
 
@@ -135,13 +135,13 @@ def size_curve(config: Mapping[str, Any], rng: random.Random, steps: int):
 
 
 def test_the_overfitting_arm_is_diagnosed_and_the_clean_arm_is_not(store):
-    study, spec, trials = planted_study(store, """
+    study, spec, trials = planted_study("""
         study: sizes
         budget: {trials: 24, max_steps: 15}
         parameters:
           model_size: {role: scientific, values: [small, large]}
           learning_rate: {role: nuisance, low: 1.0e-4, high: 1.0, scale: log}
-    """.rstrip() + COMMON, size_curve)
+    """.rstrip() + COMMON, size_curve, store=store)
     curves = analyze(study, spec, trials).curves
     large = [c for c in curves if c.arm == "model_size=large"]
     small = [c for c in curves if c.arm == "model_size=small"]
@@ -162,13 +162,13 @@ def divergence_curve(config: Mapping[str, Any], rng: random.Random, steps: int):
 
 
 def test_a_boundary_formed_by_divergence_is_reported_as_such_not_as_expand(store):
-    study, spec, trials = planted_study(store, """
+    study, spec, trials = planted_study("""
         study: diverges
         budget: {trials: 30, max_steps: 12}
         parameters:
           learning_rate: {role: nuisance, low: 1.0e-4, high: 1.0, scale: log}
           weight_decay: {role: nuisance, low: 1.0e-6, high: 1.0e-2, scale: log}
-    """.rstrip() + COMMON, divergence_curve)
+    """.rstrip() + COMMON, divergence_curve, store=store)
     assert any(t.state == "infeasible" for t in trials)
     result = analyze(study, spec, trials)
     lr, wd = result.boundaries
@@ -181,7 +181,7 @@ def test_a_boundary_formed_by_divergence_is_reported_as_such_not_as_expand(store
 
 
 def test_the_next_study_is_a_valid_study_file_with_the_suggested_ranges(store):
-    study, spec, trials = planted_study(store, BEYOND_HIGH, lr_wd_curve(-1.5))
+    study, spec, trials = planted_study(BEYOND_HIGH, lr_wd_curve(-1.5), store=store)
     result = analyze(study, spec, trials)
     nxt = parse_spec(result.next_study.text, file="next.yaml")
     lr = nxt.parameters["learning_rate"]
@@ -197,14 +197,14 @@ def test_a_parameter_that_does_not_matter_raises_no_alarm_in_a_large_study(store
         final = 0.3 - 0.03 * depth + 0.08 * lr_miss(config, -1.0 - 0.5 * depth) ** 2
         return converging(final + rng.gauss(0, 0.01), rng, steps)
 
-    study, spec, trials = planted_study(store, """
+    study, spec, trials = planted_study("""
         study: irrelevant
         budget: {trials: 400, max_steps: 6}
         parameters:
           depth: {role: scientific, values: [1, 2, 3, 4]}
           learning_rate: {role: nuisance, low: 1.0e-5, high: 1.0, scale: log}
           dropout: {role: nuisance, low: 0.0, high: 0.5}
-    """.rstrip() + COMMON.replace("quasi_random", "random"), curve)
+    """.rstrip() + COMMON.replace("quasi_random", "random"), curve, store=store)
     checks = {c.parameter: c for c in analyze(study, spec, trials).boundaries}
     assert checks["dropout"].status == "ok", checks["dropout"].detail
     assert checks["learning_rate"].status == "ok", checks["learning_rate"].detail

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.core import TRIAL_COMPLETED
 from searchsvc.report import write_report
 from searchsvc.store import SqlStore, Store
-from searchsvc.testing.planted_noise import planted_text, simulate
+from searchsvc.testing.planted import noise_text, planted_study, seed_noise
 from tests.browser import launch, screenshot_dir, watched_page
 
 pytestmark = pytest.mark.slow
@@ -20,22 +19,10 @@ pytestmark = pytest.mark.slow
 def store_simulated(store: Store, name: str, seed: int, extra: str = "",
                     owner: str | None = None) -> None:
     """A finished planted-noise study (3-step curves ending at each trial's value)."""
-    text = (planted_text(2, 3).replace("study: planted-noise", f"study: {name}")
+    text = (noise_text(2, 3).replace("study: planted-noise", f"study: {name}")
             + f"seed: {seed}\n" + extra)
-    simulated = simulate(3.0, 2, 3, seed)
-    record = store.create_study(name=name, metric="loss", mode="min", searcher="random",
-                                spec_text=text, spec_file=f"{name}.yaml",
-                                total_trials=len(simulated.trials), results_dir=None,
-                                provenance={}, owner=owner)
-    for t in simulated.trials:
-        started = store.start_trial(record.id, number=t.number, config=t.config, arm=t.arm,
-                                    seed=t.seed, repeat_of=t.repeat_of)
-        value = float(t.best_value)  # type: ignore[arg-type]
-        store.record_measurements(started.id, 1, "min", [
-            (step, value + 0.1 * (3 - step), {"loss": value + 0.1 * (3 - step)})
-            for step in (1, 2, 3)])
-        store.finish_trial(started.id, TRIAL_COMPLETED)
-    store.update_study(name, state="completed")
+    planted_study(text, seed_noise(3.0), store=store, steps=3, repeats=True, owner=owner,
+                  file=f"{name}.yaml")
 
 
 def test_noise_comparison_error_bars_and_bands_render(tmp_path: Path) -> None:

@@ -12,8 +12,8 @@ import pytest
 from searchsvc.core import EVENT_STOPPED_EARLY
 from searchsvc.report import write_report
 from searchsvc.store import SqlStore
+from searchsvc.testing.planted import planted_study
 from searchsvc.validation import validate_file
-from tests.analysis.planted import planted_study
 from tests.analysis.test_planted_truth import depth_curve
 
 SPEC = """
@@ -34,7 +34,7 @@ SPEC = """
 def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp_path = tmp_path_factory.mktemp("report")
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    study, _, _ = planted_study(store, SPEC, depth_curve)
+    study, _, _ = planted_study(SPEC, depth_curve, store=store)
     store.record_event(study.id, 5, EVENT_STOPPED_EARLY, step=3,
                        data={"rung": 3, "cutoff": 0.5, "value": 0.9})
     write_report(store, "depth", tmp_path / "report")

@@ -12,7 +12,7 @@ import pytest
 from searchsvc.core import EVENT_EXPLOIT, EVENT_STOPPED_EARLY
 from searchsvc.report import write_report
 from searchsvc.store import SqlStore
-from tests.analysis.planted import planted_study
+from searchsvc.testing.planted import planted_study
 from tests.analysis.test_planted_truth import divergence_curve
 from tests.browser import launch, screenshot_dir, watched_page
 
@@ -38,7 +38,7 @@ def test_report_html_renders_every_plot_without_console_errors(tmp_path: Path) -
     from playwright.sync_api import sync_playwright
 
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    study, _, _ = planted_study(store, SPEC, divergence_curve)
+    study, _, _ = planted_study(SPEC, divergence_curve, store=store)
     store.record_event(study.id, 4, EVENT_STOPPED_EARLY, step=4, data={"rung": 4})
     store.record_event(study.id, 2, EVENT_EXPLOIT, step=6, data={
         "parent": 7, "parent_step": 6, "old_config": {"learning_rate": 0.01},
