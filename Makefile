@@ -30,13 +30,13 @@ browser:
 # The store's tests also run against a real PostgreSQL server: the test session starts a private
 # one from the machine's PostgreSQL binaries (Debian's postgresql package) and deletes it after.
 test: $(STAMP) browser
-	$(BIN)/ruff check searchsvc objectives tests examples benchmarks
+	$(BIN)/ruff check searchsvc objectives tests examples benchmarks docs
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet  # the docs site, into site/
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check searchsvc objectives tests examples benchmarks
+	$(BIN)/ruff check searchsvc objectives tests examples benchmarks docs
 	$(BIN)/mypy
 
 clean:

@@ -92,9 +92,9 @@ def _type_of(node: dict[str, Any], defs: dict[str, Any], link: str | None) -> st
     return " or ".join(dict.fromkeys(kinds)) or "any"
 
 
-# A docstring's pointer for readers of the source, e.g. (docs/DESIGN.md, "Noise"): the page
-# that renders the docstring is already that documentation.
-SOURCE_NOTE = re.compile(r"\s*\((?:docs/[\w./-]+|README)[^()]*\)")
+# A docstring's pointer for readers of the source, e.g. (docs/DESIGN.md, "Noise") or
+# (docs/tracking.md): the page that renders the docstring is already that documentation.
+SOURCE_NOTE = re.compile(r"\s*\(docs/[\w./-]+[^()]*\)")
 
 
 def _cell(text: str) -> str:

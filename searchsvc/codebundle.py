@@ -7,7 +7,8 @@ Packing (client side) keeps what git would keep (the folder's ``.gitignore`` fil
 the same archive for the same files (sorted, no timestamps), so the hash names the code.
 Unpacking (server side) trusts nothing: only plain files and folders with relative paths inside
 the bundle, bounded in count and size, checked before anything is written; a refused archive
-leaves nothing on disk. See README, "Submitting your own code", for the trust model.
+leaves nothing on disk. The trust model: docs/service.md, "Submitting your own code" and
+"Trust model".
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Trial-to-trial (seed) noise, measured from seed repeats, and the statistics that judge a
-difference against it (docs/DESIGN.md, "Noise"; the method is in README, "Noise and verdicts").
+difference against it (docs/DESIGN.md, "Noise"; the method is in docs/noise.md, "Noise
+estimate" and "Verdicts").
 
 - A **repeat group** is one configuration the search ranked among its arm's best, rerun with new
   seeds. Its value per run is the run's best value over its curve, chosen the same way as for

@@ -177,7 +177,7 @@ TensorBoardSetting = Annotated[TensorBoardFile | None, PlainValidator(_switch(Te
 
 
 class TrackingFile(_FileModel):
-    """Experiment trackers the driver writes every trial to, as it runs (README, "Tracking")."""
+    """Experiment trackers the driver writes every trial to, as it runs (docs/tracking.md)."""
 
     mlflow: MlflowSetting = Field(None, description=(
         "MLflow tracking: {tracking_uri, experiment}; `{}` for the defaults."))
