@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchsvc.core.curve import Curve
+from searchsvc.core.judging import StudyCounts
+from searchsvc.core.objectives import Constraint
 from searchsvc.core.states import FINISHED_TRIAL_STATES, EventKind, StudyState, TrialState
 
 
@@ -97,9 +99,17 @@ class StudyRecord:
     finished_at: float | None = None
     provenance: Mapping[str, Any] = field(default_factory=dict)
     driver: Mapping[str, Any] = field(default_factory=dict)
+    # Search trials by state, and seed repeats by state apart; the study's best value
+    # (searchsvc.core.judging: the one rule of both, which the store applies).
     trial_counts: Mapping[str, int] = field(default_factory=dict)
     best_value: float | None = None
     owner: str | None = None  # the service user it belongs to (None: made from the CLI)
+    repeat_counts: Mapping[str, int] = field(default_factory=dict)
+    constraints: tuple[Constraint, ...] = ()  # the study file's bounds (judge the best)
+
+    @property
+    def counts(self) -> StudyCounts:
+        return StudyCounts(self.trial_counts, self.repeat_counts)
 
 
 @dataclass(frozen=True)

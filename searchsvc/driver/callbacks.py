@@ -17,8 +17,6 @@ from searchsvc.core import (
     EVENT_RETRIED,
     EVENT_STOPPED_EARLY,
     TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_INFEASIBLE,
     TRIAL_INTERRUPTED,
     TRIAL_PRUNED,
     Curve,
@@ -28,6 +26,7 @@ from searchsvc.core import (
     TrialState,
     is_finite_number,
 )
+from searchsvc.core.judging import Outcome, TrialEnd, trial_outcome
 from searchsvc.core.objectives import update_final
 from searchsvc.driver.detach import PicklesDetached
 from searchsvc.driver.progress import Progress
@@ -53,7 +52,6 @@ class _Running:
     number: int
     attempt: int
     trial: Any = None  # Ray Tune's trial object
-    reported_metric: bool = False
     non_finite_step: int | None = None
     node_recorded: bool = False
     metric_names: set[str] = field(default_factory=set)
@@ -157,7 +155,6 @@ class StoreCallback(PicklesDetached, tune.Callback):
                 state.non_finite_step, state.non_finite = step, name
         value = metrics.get(self.metric)
         if _is_number(value):
-            state.reported_metric = True
             state.reports.append((step, float(value)))
         else:
             value = None
@@ -259,40 +256,32 @@ class StoreCallback(PicklesDetached, tune.Callback):
         state = self.running.pop(trial.trial_id, None)
         if state is None:
             return
-        error = None
-        unreported = [n for n in self.objectives if n not in state.final]
-        if state.non_finite_step is not None:
-            outcome = TRIAL_INFEASIBLE
-            error = f"{state.non_finite} became non-finite at step {state.non_finite_step}"
-        elif state.stopped_early is not None and state.reported_metric:
-            outcome, error = TRIAL_PRUNED, state.stopped_early
-        elif not state.reported_metric or unreported:
-            outcome = TRIAL_FAILED
-            seen = ", ".join(sorted(state.metric_names)) or "nothing"
-            missing = " and ".join(repr(n) for n in (unreported or [self.metric]))
-            error = (f"the objective finished without reporting the metric {missing} "
-                     f"(it reported: {seen})")
-        else:
-            outcome = TRIAL_COMPLETED
-        self._finish(trial, state, outcome, error)
+        self._finish(trial, state, trial_outcome(self._end(state)))
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         state = self.running.pop(trial.trial_id, None)
         if state is None:
             return
         error = self._failure_text(trial, state)
-        outcome = TRIAL_FAILED
-        if not state.timed_out and is_out_of_memory(error):
+        out_of_memory = not state.timed_out and is_out_of_memory(error)
+        if out_of_memory:
             # Infeasible, not failed: the searcher learns this region of the space is out of
             # reach, and the error names the values most likely responsible.
             config = {k: v for k, v in trial.config.items() if k != META_KEY}
-            outcome = TRIAL_INFEASIBLE
             error = oom_error(error, config, self.searcher.spec.parameters.values())
-        if state.failures and outcome == TRIAL_INFEASIBLE:
+        if state.failures and out_of_memory:
             error = f"{error} (after {state.failures} retries)"
         elif state.failures:
             error = f"failed after {state.failures} retries: {error}"
-        self._finish(trial, state, outcome, error)
+        self._finish(trial, state, trial_outcome(self._end(state, error, out_of_memory)))
+
+    def _end(self, state: _Running, error: str | None = None, out_of_memory: bool = False
+             ) -> TrialEnd:
+        non_finite = (None if state.non_finite is None or state.non_finite_step is None
+                      else (state.non_finite, state.non_finite_step))
+        return TrialEnd(self.objectives, state.final, state.metric_names, error=error,
+                        out_of_memory=out_of_memory, non_finite=non_finite,
+                        stopped_early=state.stopped_early)
 
     def stopped_early(self, trial: Any, step: int, data: dict[str, Any]) -> None:
         """A scheduler stopped ``trial`` at ``step`` (it will complete as pruned)."""
@@ -331,7 +320,8 @@ class StoreCallback(PicklesDetached, tune.Callback):
                             "the study was stopped while this trial ran")
         self.running.clear()
 
-    def _finish(self, trial: Any, state: _Running, outcome: str, error: str | None) -> None:
+    def _finish(self, trial: Any, state: _Running, end: Outcome) -> None:
+        outcome, error = end.state, end.error
         with self.store.transaction():  # its last results and its end, together
             self._write(state)
             self.store.finish_trial(state.trial_id, outcome, error=error,
@@ -339,7 +329,9 @@ class StoreCallback(PicklesDetached, tune.Callback):
                                     final_metrics=state.final)
         self._track()
         self._track_end(state, outcome, error)
-        self.progress.trial_finished(state.number, outcome)
+        self.progress.trial_finished(
+            state.number, outcome, final_metrics=state.final,
+            repeat_of=None if state.record is None else state.record.repeat_of)
         config = {k: v for k, v in trial.config.items() if k != META_KEY}
         curve = Curve(state.reports)
         best = curve.best(self.mode)

@@ -10,8 +10,10 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from searchsvc.analysis.telemetry import is_out_of_memory
 from searchsvc.backends.base import Backend, SearchedTrial
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, StudyRecord
+from searchsvc.core import StudyRecord, final_metrics, is_finite_number
+from searchsvc.core.judging import TrialEnd, trial_outcome
 from searchsvc.driver.progress import Progress
 from searchsvc.driver.run import code_path
 from searchsvc.errors import ObjectiveError
@@ -78,17 +80,36 @@ def _search(backend: type[Backend], objective: str, search_paths: list[str],
     return str(path)
 
 
+def searched_trial_end(spec: StudySpec, trial: SearchedTrial) -> TrialEnd:
+    """What a backend's own search reported of one trial, as the outcome rule reads it (the
+    same rule a Ray Tune trial is judged by): its final metrics, the first objective that went
+    NaN/inf, its error."""
+    objectives = tuple(o.name for o in spec.objectives)
+    non_finite = next(((name, step) for step, logs in enumerate(trial.epochs, 1)
+                       for name in objectives
+                       if isinstance(logs.get(name), int | float)
+                       and not is_finite_number(logs.get(name))), None)
+    error = None if trial.completed else (
+        trial.error or f"the {spec.backend} search reported the trial as not completed")
+    return TrialEnd(objectives, final_metrics(trial.epochs),
+                    {name for logs in trial.epochs for name in logs}, error=error,
+                    out_of_memory=error is not None and is_out_of_memory(error),
+                    non_finite=non_finite)
+
+
 def _store_trial(spec: StudySpec, study: StudyRecord, store: Store, progress: Progress,
                  trial: SearchedTrial, node: str) -> None:
     record = store.start_trial(study.id, number=trial.number, config=trial.config, arm={},
                                seed=spec.seed, node=node)
     progress.trial_started(trial.number)
     rows = [(step, logs.get(spec.metric), logs) for step, logs in enumerate(trial.epochs, 1)]
+    end = searched_trial_end(spec, trial)
+    outcome = trial_outcome(end)
     with store.transaction():
         if rows:
             store.record_measurements(record.id, record.attempts, spec.mode, rows)
-        store.finish_trial(record.id, TRIAL_COMPLETED if trial.completed else TRIAL_FAILED,
-                           error=trial.error)
+        store.finish_trial(record.id, outcome.state, error=outcome.error,
+                           final_metrics=end.final_metrics)
     for _, value, _ in rows:
-        progress.trial_result(trial.number, value)
-    progress.trial_finished(trial.number, TRIAL_COMPLETED if trial.completed else TRIAL_FAILED)
+        progress.trial_result(trial.number, value if is_finite_number(value) else None)
+    progress.trial_finished(trial.number, outcome.state, final_metrics=end.final_metrics)

@@ -7,31 +7,33 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TextIO
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from searchsvc.core import (
-    FINISHED_TRIAL_STATES,
-    TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_INFEASIBLE,
-    improves,
-)
+from searchsvc.core import FINISHED_TRIAL_STATES, TRIAL_COMPLETED, Constraint, improves
+from searchsvc.core.judging import Candidate, Judged, StudyCounts, best_trial, study_counts
 
 
 class Progress:
-    """Counts trials as the runner reports them and shows the study's state."""
+    """Counts trials as the runner reports them and shows the study's state. The counts and the
+    best so far follow :mod:`searchsvc.core.judging`, as every other surface: ``history`` is the
+    study's stored trials (a resumed study), ``constraints`` its bounds; a value counts towards
+    the best once its trial ended completed or pruned, meeting them, and not as a seed repeat."""
 
     def __init__(self, study: str, total: int, metric: str, mode: str, *,
-                 finished_before: int = 0, failed_before: int = 0,
-                 best_before: float | None = None, stream: TextIO | None = None,
+                 history: Iterable[Judged] = (), constraints: Sequence[Constraint] = (),
+                 finished_before: int = 0, stream: TextIO | None = None,
                  live: bool | None = None):
         self.study, self.total, self.metric, self.mode = study, total, metric, mode
-        self.done, self.failed, self.best = finished_before, failed_before, best_before
-        self.best_number: int | None = None
+        self.constraints = tuple(constraints)
+        self.finished_before = finished_before  # ended trials not in ``history``
+        self.ended: dict[int, Judged] = {t.number: t for t in history
+                                         if t.state in FINISHED_TRIAL_STATES}
+        self.values: dict[int, float] = {}  # running trials: their best value so far
         self.running: set[int] = set()
         self.started_at = time.monotonic()
         stream = stream or sys.stderr
@@ -39,6 +41,27 @@ class Progress:
         self.live_mode = self.console.is_terminal if live is None else live
         self._live: Live | None = None
         self._started = False
+
+    @property
+    def counts(self) -> StudyCounts:
+        return study_counts(self.ended.values())
+
+    @property
+    def done(self) -> int:
+        return self.finished_before + self.counts.ended
+
+    @property
+    def failed(self) -> int:
+        return self.counts.failed
+
+    @property
+    def best_trial(self) -> Judged | None:
+        return best_trial(self.ended.values(), self.mode, self.constraints)
+
+    @property
+    def best(self) -> float | None:
+        found = self.best_trial
+        return None if found is None else found.best_value
 
     def start(self, note: str | None = None) -> None:
         """Start showing progress, then print ``note`` (what this phase runs: the seed
@@ -72,17 +95,21 @@ class Progress:
         self._refresh()
 
     def trial_result(self, number: int, value: float | None) -> None:
-        if improves(value, self.best, self.mode):
-            self.best, self.best_number = value, number
+        if improves(value, self.values.get(number), self.mode):
+            self.values[number] = float(value)  # type: ignore[arg-type]
         self._refresh()
 
-    def trial_finished(self, number: int, state: str) -> None:
+    def trial_finished(self, number: int, state: str, *, repeat_of: int | None = None,
+                       final_metrics: Mapping[str, float] | None = None) -> None:
+        """Trial ``number`` ended in ``state`` (``repeat_of``: it was a seed repeat;
+        ``final_metrics``: what its constraints are judged on)."""
         self.running.discard(number)
-        if state in FINISHED_TRIAL_STATES:
-            self.done += 1
-            if state in (TRIAL_FAILED, TRIAL_INFEASIBLE):
-                self.failed += 1
-        if self._live is None and state in FINISHED_TRIAL_STATES:
+        value = self.values.pop(number, None)
+        finished = state in FINISHED_TRIAL_STATES
+        if finished:
+            self.ended[number] = Candidate(number, state, value, repeat_of,
+                                           dict(final_metrics or {}))
+        if self._live is None and finished:
             tag = "" if state == TRIAL_COMPLETED else f" ({state})"
             self.console.print(f"  trial {number} finished{tag} · {self._counts()}")
         self._refresh()
@@ -92,9 +119,8 @@ class Progress:
             self._live.update(self._line())
 
     def _counts(self) -> str:
-        best = "-" if self.best is None else f"{self.best:.6g}"
-        if self.best_number is not None:
-            best += f" (trial {self.best_number})"
+        found = self.best_trial
+        best = "-" if found is None else f"{found.best_value:.6g} (trial {found.number})"
         return (f"{self.done}/{self.total} done · {len(self.running)} running · "
                 f"{self.failed} failed · best {self.metric} ({self.mode}) {best}")
 

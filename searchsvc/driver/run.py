@@ -18,16 +18,13 @@ from searchsvc import provenance
 from searchsvc.backends import backend_class
 from searchsvc.codebundle import CodeBundle, module_in_bundle
 from searchsvc.core import (
-    STUDY_COMPLETED,
-    STUDY_INTERRUPTED,
     STUDY_RUNNING,
     TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_INFEASIBLE,
     TRIAL_PRUNED,
     StudyRecord,
     TrialRecord,
 )
+from searchsvc.core.judging import study_counts, study_end
 from searchsvc.driver.progress import Progress
 from searchsvc.errors import ConflictError, NotFoundError, RunnerError
 from searchsvc.searchers import Observation, PopulationSchedule, Searcher, create_searcher
@@ -114,7 +111,7 @@ def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
                 repeat_settings(spec, searcher, backend_class(spec.backend).runs_own_search),
                 len(searcher.arms)),
             results_dir=str((options.results_root or searchsvc_home() / "results") / spec.name),
-            provenance=found, owner=owner,
+            provenance=found, owner=owner, constraints=spec.constraints,
         )
     except ConflictError:
         existing = store.get_study(spec.name)
@@ -153,10 +150,8 @@ def run_study(name: str, store: Store, options: RunOptions, *,
     for observation in history:
         searcher.observe(observation)
     pending = [n for n in range(searched) if n not in finished]
-    failed = sum(t.state in (TRIAL_FAILED, TRIAL_INFEASIBLE) for t in trials)
-    progress = Progress(study.name, total, study.metric, study.mode,
-                        finished_before=len(finished), failed_before=failed,
-                        best_before=study.best_value, stream=options.progress_stream,
+    progress = Progress(study.name, total, study.metric, study.mode, history=trials,
+                        constraints=spec.constraints, stream=options.progress_stream,
                         live=options.live_progress)
     study = store.update_study(name, state=STUDY_RUNNING, started_at=study.started_at or
                                time.time(), driver=_driver_info())
@@ -208,10 +203,13 @@ def run_study(name: str, store: Store, options: RunOptions, *,
     elif not complete:
         reason = ("time limit reached" if limit and time.monotonic() - started >= 0.98 * limit
                   else "stopped before all trials ran")
+    state, failure = study_end(study_counts(store.get_trials(name)), stopped=not complete)
+    if failure is not None:
+        reason = failure
     study = store.update_study(
-        name, state=STUDY_COMPLETED if complete else STUDY_INTERRUPTED,
-        finished_at=time.time() if complete else None, driver={},
+        name, state=state, finished_at=time.time() if complete else None, driver={},
         **({} if backend.runs_own_search else {"total_trials": total}),
+        **({} if failure is None else {"provenance": {**study.provenance, "failure": failure}}),
     )
     if own_trackers:
         trackers.study_finished(study, None)

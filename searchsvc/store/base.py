@@ -8,12 +8,13 @@ suite every implementation passes.
 from __future__ import annotations
 
 import hashlib
+import json
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from searchsvc.core import Curve, StudyRecord, TokenGrant, TrialEvent, TrialRecord
+from searchsvc.core import Constraint, Curve, StudyRecord, TokenGrant, TrialEvent, TrialRecord
 
 # (step, value, metrics) or (step, value, metrics, telemetry)
 MeasurementRow = (tuple[int, "float | None", Mapping[str, Any]]
@@ -34,6 +35,17 @@ def best_point(points: Iterable[tuple[int, float | None]], mode: str
     """(step, value) of the best finite value of (step, value) ``points`` in their order (the
     earliest on ties): the rule both stores apply to a trial's best."""
     return Curve(points).best(mode)
+
+
+def constraints_json(constraints: Sequence[Constraint]) -> str | None:
+    """How both stores keep a study's constraints (None: it has none)."""
+    return json.dumps([{"metric": c.metric, "min": c.low, "max": c.high}
+                       for c in constraints]) if constraints else None
+
+
+def constraints_of(text: str | None) -> tuple[Constraint, ...]:
+    return tuple(Constraint(c["metric"], c.get("min"), c.get("max"))
+                 for c in json.loads(text)) if text else ()
 
 
 class Store(ABC):
@@ -60,12 +72,15 @@ class Store(ABC):
     @abstractmethod
     def create_study(self, *, name: str, metric: str, mode: str, searcher: str, spec_text: str,
                      spec_file: str, total_trials: int | None, results_dir: str | None,
-                     provenance: Mapping[str, Any], owner: str | None = None) -> StudyRecord:
-        """Create a study in state ``created``; ConflictError if the name is taken."""
+                     provenance: Mapping[str, Any], owner: str | None = None,
+                     constraints: Sequence[Constraint] = ()) -> StudyRecord:
+        """Create a study in state ``created``; ConflictError if the name is taken.
+        ``constraints``: the study file's bounds, which its best must meet."""
 
     @abstractmethod
     def get_study(self, name: str) -> StudyRecord:
-        """The study with its trial counts by state and its best value."""
+        """The study with its counts (search trials by state, seed repeats by state) and its
+        best value, both by the rules of :mod:`searchsvc.core.judging`."""
 
     @abstractmethod
     def list_studies(self, owner: str | None = None,

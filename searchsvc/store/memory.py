@@ -13,7 +13,15 @@ import math
 import secrets
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MutableMapping
+from collections.abc import (
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -24,6 +32,7 @@ from searchsvc.core import (
     TRIAL_INTERRUPTED,
     TRIAL_RUNNING,
     TRIAL_STATES,
+    Constraint,
     EventKind,
     Measurement,
     StudyRecord,
@@ -32,9 +41,9 @@ from searchsvc.core import (
     TrialEvent,
     TrialRecord,
     TrialState,
-    best_of,
     improves,
 )
+from searchsvc.core.judging import Candidate, best_value, study_counts
 from searchsvc.errors import ConflictError, NotFoundError
 from searchsvc.store import jsonutil
 from searchsvc.store.base import (
@@ -42,6 +51,8 @@ from searchsvc.store.base import (
     MeasurementRow,
     Store,
     best_point,
+    constraints_json,
+    constraints_of,
     token_hash,
 )
 
@@ -68,6 +79,7 @@ class _Study:
     owner: str | None
     started_at: float | None = None
     finished_at: float | None = None
+    constraints: str | None = None  # JSON, as the SQL store keeps them
 
 
 @dataclass(frozen=True)
@@ -175,7 +187,8 @@ class InMemoryStore(Store):
 
     def create_study(self, *, name: str, metric: str, mode: str, searcher: str, spec_text: str,
                      spec_file: str, total_trials: int | None, results_dir: str | None,
-                     provenance: Mapping[str, Any], owner: str | None = None) -> StudyRecord:
+                     provenance: Mapping[str, Any], owner: str | None = None,
+                     constraints: Sequence[Constraint] = ()) -> StudyRecord:
         """Create a study (``owner``: the service user it belongs to); :class:`ConflictError`
         if the name is taken."""
         with self._lock:
@@ -185,7 +198,8 @@ class InMemoryStore(Store):
                          mode=mode, searcher=searcher, spec_text=spec_text, spec_file=spec_file,
                          total_trials=total_trials, results_dir=results_dir,
                          created_at=time.time(), provenance=jsonutil.dumps(dict(provenance)),
-                         driver="{}", owner=owner)
+                         driver="{}", owner=owner,
+                         constraints=constraints_json(constraints))
             self._put(self._studies, row.id, row)
             self._put(self._study_ids, name, row.id)
             return self._study_record(row)
@@ -419,20 +433,20 @@ class InMemoryStore(Store):
         return self._studies[study_id]
 
     def _study_record(self, row: _Study) -> StudyRecord:
-        counts: dict[str, int] = {}
-        bests = []
-        for trial in self._trials.values():
-            if trial.study_id == row.id:
-                counts[trial.state] = counts.get(trial.state, 0) + 1
-                bests.append(trial.best_value)
-        best = best_of(bests, row.mode)
+        trials = [Candidate(t.number, t.state, t.best_value, t.repeat_of,
+                            jsonutil.loads(t.final_metrics) if t.final_metrics else {})
+                  for t in self._trials.values() if t.study_id == row.id]
+        counts = study_counts(trials)
+        constraints = constraints_of(row.constraints)
         return StudyRecord(
             id=row.id, name=row.name, state=StudyState(row.state), metric=row.metric,
             mode=row.mode, searcher=row.searcher, spec_text=row.spec_text,
             spec_file=row.spec_file, created_at=row.created_at, total_trials=row.total_trials,
             results_dir=row.results_dir, started_at=row.started_at, finished_at=row.finished_at,
             provenance=jsonutil.loads(row.provenance), driver=jsonutil.loads(row.driver),
-            trial_counts=counts, best_value=best, owner=row.owner,
+            trial_counts=counts.search, repeat_counts=counts.repeats,
+            best_value=best_value(trials, row.mode, constraints), owner=row.owner,
+            constraints=constraints,
         )
 
 

@@ -40,6 +40,7 @@ class StudyRow(Base):
     provenance: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
     driver: Mapped[str] = mapped_column(Text, nullable=False, default="{}")
     owner: Mapped[str | None] = mapped_column(String(100), index=True)  # the service's user
+    constraints: Mapped[str | None] = mapped_column(Text)  # JSON: the study file's bounds
 
     trials: Mapped[list[TrialRow]] = relationship(
         back_populates="study", cascade="all, delete-orphan", passive_deletes=True
@@ -50,9 +51,10 @@ class TrialRow(Base):
     __tablename__ = "trials"
     __table_args__ = (
         UniqueConstraint("study_id", "number", name="uq_trial_number"),
-        # Covers a study's summary (trials by state, best value), which every read of a study
-        # computes: answered from the index alone, without reading the trials' rows.
-        Index("ix_trial_study_state_best", "study_id", "state", "best_value"),
+        # Covers a study's summary (search trials and seed repeats by state, best value), which
+        # every read of a study computes: answered from the index alone, without reading the
+        # trials' rows (a study with constraints also reads its candidates' final metrics).
+        Index("ix_trial_study_summary", "study_id", "state", "repeat_of", "best_value"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -7,7 +7,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
@@ -23,6 +23,7 @@ from searchsvc.core import (
     TRIAL_INTERRUPTED,
     TRIAL_RUNNING,
     TRIAL_STATES,
+    Constraint,
     EventKind,
     Measurement,
     StudyRecord,
@@ -31,15 +32,23 @@ from searchsvc.core import (
     TrialEvent,
     TrialRecord,
     TrialState,
-    best_of,
 )
+from searchsvc.core.judging import USABLE_STATES, Candidate, StudyCounts, best_value
 from searchsvc.errors import ConflictError, NotFoundError, StoreError
 from searchsvc.store import jsonutil
-from searchsvc.store.base import UPDATABLE_STUDY_FIELDS, Store, best_point, token_hash
+from searchsvc.store.base import (
+    UPDATABLE_STUDY_FIELDS,
+    Store,
+    best_point,
+    constraints_json,
+    constraints_of,
+    token_hash,
+)
 from searchsvc.store.base import MeasurementRow as MeasurementItem
 from searchsvc.store.schema import EventRow, MeasurementRow, StudyRow, TokenRow, TrialRow
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+StudySummary = tuple[StudyCounts, "float | None"]  # a study's counts and best value
 
 
 def migrate(engine: Engine) -> None:
@@ -149,7 +158,8 @@ class SqlStore(Store):
 
     def create_study(self, *, name: str, metric: str, mode: str, searcher: str, spec_text: str,
                      spec_file: str, total_trials: int | None, results_dir: str | None,
-                     provenance: Mapping[str, Any], owner: str | None = None) -> StudyRecord:
+                     provenance: Mapping[str, Any], owner: str | None = None,
+                     constraints: Sequence[Constraint] = ()) -> StudyRecord:
         """Create a study (``owner``: the service user it belongs to); :class:`ConflictError`
         if the name is taken."""
         row = StudyRow(
@@ -157,6 +167,7 @@ class SqlStore(Store):
             spec_text=spec_text, spec_file=spec_file, total_trials=total_trials,
             results_dir=results_dir, created_at=time.time(),
             provenance=jsonutil.dumps(dict(provenance)), driver="{}", owner=owner,
+            constraints=constraints_json(constraints),
         )
         try:
             with self._session() as s:
@@ -182,8 +193,8 @@ class SqlStore(Store):
                 which.append(StudyRow.state.in_(list(states)))
             rows = s.scalars(select(StudyRow).where(*which).order_by(StudyRow.created_at)).all()
             # The trial counts and bests of all listed studies in one query, not two per study.
-            summaries = self._trial_summaries(s, [r.id for r in rows])
-            return [self._study_record(s, r, summaries.get(r.id, [])) for r in rows]
+            summaries = self._trial_summaries(s, rows)
+            return [self._study_record(s, r, summaries.get(r.id)) for r in rows]
 
     # -- API tokens ----------------------------------------------------------------------------
 
@@ -427,43 +438,62 @@ class SqlStore(Store):
         return row
 
     @staticmethod
-    def _trial_summaries(s: Session, study_ids: Collection[int]
-                         ) -> dict[int, list[tuple[str, int, float | None, float | None]]]:
-        """Per study: (state, count, min best, max best) of its trials, by state."""
-        summaries: dict[int, list[tuple[str, int, float | None, float | None]]] = {}
-        if not study_ids:
-            return summaries
-        for study_id, *summary in s.execute(
-                select(TrialRow.study_id, TrialRow.state, func.count(),
-                       func.min(TrialRow.best_value), func.max(TrialRow.best_value))
-                .where(TrialRow.study_id.in_(list(study_ids)))
-                .group_by(TrialRow.study_id, TrialRow.state)).all():
-            summaries.setdefault(study_id, []).append(tuple(summary))  # type: ignore[arg-type]
-        return summaries
+    def _trial_summaries(s: Session, studies: Collection[StudyRow]) -> dict[int, StudySummary]:
+        """Per study: its counts and its best value (core.judging's rules), for all of
+        ``studies`` in two queries. The candidates for best come from SQL: per (state, search
+        or repeat) group, the extreme best value; a study with constraints also reads each
+        usable search trial's final metrics. The rule itself is core's."""
+        found: dict[int, StudySummary] = {}
+        if not studies:
+            return found
+        mode = {r.id: r.mode for r in studies}
+        groups: dict[int, list[tuple[str, bool, int, float | None, float | None]]] = {}
+        for study_id, state, repeat, count, low, high in s.execute(
+                select(TrialRow.study_id, TrialRow.state, TrialRow.repeat_of.is_not(None),
+                       func.count(), func.min(TrialRow.best_value), func.max(TrialRow.best_value))
+                .where(TrialRow.study_id.in_(list(mode)))
+                .group_by(TrialRow.study_id, TrialRow.state,
+                          TrialRow.repeat_of.is_not(None))).all():
+            groups.setdefault(study_id, []).append((state, bool(repeat), count, low, high))
+        constrained = {r.id: constraints_of(r.constraints) for r in studies if r.constraints}
+        candidates: dict[int, list[Candidate]] = {}
+        if constrained:
+            for study_id, number, state, value, final in s.execute(
+                    select(TrialRow.study_id, TrialRow.number, TrialRow.state,
+                           TrialRow.best_value, TrialRow.final_metrics)
+                    .where(TrialRow.study_id.in_(list(constrained)),
+                           TrialRow.repeat_of.is_(None), TrialRow.state.in_(USABLE_STATES),
+                           TrialRow.best_value.is_not(None))).all():
+                candidates.setdefault(study_id, []).append(Candidate(
+                    number, state, value, final_metrics=jsonutil.loads(final) if final else {}))
+        for study_id, rows in groups.items():
+            counts = StudyCounts.tally((state, repeat, n) for state, repeat, n, _, _ in rows)
+            if study_id in constrained:
+                best = best_value(candidates.get(study_id, []), mode[study_id],
+                                  constrained[study_id])
+            else:
+                best = best_value([Candidate(0, state, low if mode[study_id] == "min" else high,
+                                             repeat_of=0 if repeat else None)
+                                   for state, repeat, _, low, high in rows], mode[study_id])
+            found[study_id] = (counts, best)
+        return found
 
     def _study_record(self, s: Session, row: StudyRow,
-                      summary: Iterable[tuple[str, int, float | None, float | None]] | None = None,
-                      ) -> StudyRecord:
+                      summary: StudySummary | None = None) -> StudyRecord:
         """``summary``: what _trial_summaries gives for this study, when the caller has it
         (else one query here)."""
         if summary is None:
-            summary = self._trial_summaries(s, [row.id]).get(row.id, [])
-        counts: dict[str, int] = {}
-        bests = []
-        for state, count, low, high in summary:
-            counts[state] = int(count)
-            best_of_state = low if row.mode == "min" else high
-            if best_of_state is not None:
-                bests.append(best_of_state)
-        best = best_of(bests, row.mode)
+            summary = self._trial_summaries(s, [row]).get(row.id)
+        counts, best = summary or (StudyCounts(), None)
         return StudyRecord(
             id=row.id, name=row.name, state=StudyState(row.state), metric=row.metric, mode=row.mode,
             searcher=row.searcher, spec_text=row.spec_text, spec_file=row.spec_file,
             created_at=row.created_at, total_trials=row.total_trials,
             results_dir=row.results_dir, started_at=row.started_at,
             finished_at=row.finished_at, provenance=jsonutil.loads(row.provenance),
-            driver=jsonutil.loads(row.driver), trial_counts=counts,
-            best_value=best, owner=row.owner,
+            driver=jsonutil.loads(row.driver), trial_counts=counts.search,
+            repeat_counts=counts.repeats, best_value=best, owner=row.owner,
+            constraints=constraints_of(row.constraints),
         )
 
 

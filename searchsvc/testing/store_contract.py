@@ -32,6 +32,7 @@ from searchsvc.core import (
     TRIAL_INTERRUPTED,
     TRIAL_PRUNED,
     TRIAL_RUNNING,
+    Constraint,
     StudyRecord,
     TokenGrant,
 )
@@ -39,12 +40,13 @@ from searchsvc.errors import ConflictError, NotFoundError
 from searchsvc.store import Store
 
 
-def new_study(store: Store, name: str = "s", mode: str = "min", owner: str | None = None
-              ) -> StudyRecord:
+def new_study(store: Store, name: str = "s", mode: str = "min", owner: str | None = None,
+              constraints: tuple[Constraint, ...] = ()) -> StudyRecord:
     """A study of metric ``loss`` in ``mode``, as the suite's tests create it."""
     return store.create_study(name=name, metric="loss", mode=mode, searcher="random",
                               spec_text="study: s", spec_file="/x/s.yaml", total_trials=4,
-                              results_dir="/tmp/r", provenance={"seed": 3}, owner=owner)
+                              results_dir="/tmp/r", provenance={"seed": 3}, owner=owner,
+                              constraints=constraints)
 
 
 def loss(value: float) -> tuple[float, dict[str, Any]]:
@@ -208,32 +210,63 @@ class StoreContract:
         t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
         store.record_measurements(t.id, 1, "max", [(1, *loss(0.2)), (2, *loss(0.7)),
                                                    (3, *loss(0.5))])
+        store.finish_trial(t.id, TRIAL_COMPLETED)
         assert (store.get_trials("s")[0].best_value, store.get_trials("s")[0].best_step) == (
             0.7, 2)
         assert store.get_study("s").best_value == 0.7
 
     @pytest.mark.parametrize("mode", ["min", "max"])
-    def test_the_study_best_is_the_best_finite_value_of_any_trial(self, store: Store,
-                                                                  mode: str) -> None:
+    def test_the_study_best_is_the_best_completed_or_pruned_search_trial(self, store: Store,
+                                                                         mode: str) -> None:
         study = new_study(store, mode=mode)
-        values = {0: [0.5, 0.45], 1: [0.3, float("nan")], 2: [float("inf")], 3: [0.9, 0.2]}
-        states = {0: TRIAL_COMPLETED, 1: TRIAL_INFEASIBLE, 2: TRIAL_INFEASIBLE, 3: TRIAL_PRUNED}
+        lucky = 0.1 if mode == "min" else 0.95
+        values = {0: [0.5, 0.45], 1: [0.3, float("nan")], 2: [float("inf")], 3: [0.9, 0.2],
+                  4: [lucky], 5: [lucky], 6: [lucky]}
+        states = {0: TRIAL_COMPLETED, 1: TRIAL_INFEASIBLE, 2: TRIAL_INFEASIBLE, 3: TRIAL_PRUNED,
+                  4: TRIAL_FAILED, 5: TRIAL_INTERRUPTED, 6: TRIAL_COMPLETED}
         for number, reports in values.items():
-            t = store.start_trial(study.id, number=number, config={}, arm={}, seed=number)
+            t = store.start_trial(study.id, number=number, config={}, arm={}, seed=number,
+                                  repeat_of=0 if number == 6 else None)  # 6: a seed repeat
             store.record_measurements(t.id, 1, mode, [(step, *loss(v))
                                                       for step, v in enumerate(reports, 1)])
             store.finish_trial(t.id, states[number])
-        running = store.start_trial(study.id, number=4, config={}, arm={}, seed=4)
-        store.record_measurements(running.id, 1, mode, [(1, *loss(0.1 if mode == "min"
-                                                                  else 0.95))])
+        running = store.start_trial(study.id, number=7, config={}, arm={}, seed=7)
+        store.record_measurements(running.id, 1, mode, [(1, *loss(lucky))])
         record = store.get_study("s")
-        assert record.best_value == (0.1 if mode == "min" else 0.95)  # running trials count
+        # Neither the running, failed or interrupted trial nor the seed repeat is the best.
+        assert record.best_value == (0.2 if mode == "min" else 0.9)
         assert record.trial_counts == {TRIAL_COMPLETED: 1, TRIAL_INFEASIBLE: 2,
-                                       TRIAL_PRUNED: 1, TRIAL_RUNNING: 1}
+                                       TRIAL_PRUNED: 1, TRIAL_FAILED: 1,
+                                       TRIAL_INTERRUPTED: 1, TRIAL_RUNNING: 1}
+        assert record.repeat_counts == {TRIAL_COMPLETED: 1}
+        assert record.counts.finished == 5
         bests = [t.best_value for t in store.get_trials("s")]
-        assert bests == ([0.45, 0.3, None, 0.2, 0.1] if mode == "min"
-                         else [0.5, 0.3, None, 0.9, 0.95])
-        assert [s.best_value for s in store.list_studies()] == [record.best_value]
+        assert bests == ([0.45, 0.3, None, 0.2, 0.1, 0.1, 0.1, 0.1] if mode == "min"
+                         else [0.5, 0.3, None, 0.9, 0.95, 0.95, 0.95, 0.95])
+        [listed] = store.list_studies()
+        assert (listed.best_value, listed.trial_counts, listed.repeat_counts) == (
+            record.best_value, record.trial_counts, record.repeat_counts)
+
+    @pytest.mark.parametrize("mode", ["min", "max"])
+    def test_the_study_best_meets_every_constraint(self, store: Store, mode: str) -> None:
+        bound = (Constraint("memory_mb", high=100.0), Constraint("latency_ms", low=1.0))
+        study = new_study(store, mode=mode, constraints=bound)
+        assert study.constraints == bound
+        plain = new_study(store, "plain", mode=mode)
+        good, better, best = (0.5, 0.4, 0.1) if mode == "min" else (0.5, 0.6, 0.9)
+        finals = [(good, {"memory_mb": 50, "latency_ms": 2}, TRIAL_COMPLETED),
+                  (better, {"memory_mb": 100, "latency_ms": 1}, TRIAL_PRUNED),
+                  (best, {"memory_mb": 101, "latency_ms": 2}, TRIAL_COMPLETED),  # too big
+                  (best, {"memory_mb": 10}, TRIAL_COMPLETED)]  # latency never reported
+        for owner in (study, plain):
+            for number, (value, final, state) in enumerate(finals):
+                t = store.start_trial(owner.id, number=number, config={}, arm={}, seed=0)
+                store.record_measurements(t.id, 1, mode, [(1, *loss(value))])
+                store.finish_trial(t.id, state, final_metrics={"loss": value, **final})
+        assert store.get_study("s").best_value == better
+        assert store.get_study("plain").best_value == best  # no bound: the lucky one wins
+        assert [s.best_value for s in store.list_studies()] == [better, best]
+        assert store.get_study("s").constraints == bound
 
     @pytest.mark.parametrize("state", [TRIAL_COMPLETED, TRIAL_PRUNED, TRIAL_FAILED,
                                        TRIAL_INFEASIBLE])

@@ -79,8 +79,41 @@ def test_a_database_made_before_migrations_is_adopted_not_recreated(tmp_path: Pa
     with engine.connect() as connection:
         assert "alembic_version" in inspect(connection).get_table_names()
         assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == (
-            "0007")
+            "0008")
         assert "owner" in {c["name"] for c in inspect(connection).get_columns("studies")}
+
+
+def test_a_constrained_study_stored_before_its_bounds_were_kept_is_judged_by_them(
+        tmp_path: Path) -> None:
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, text
+
+    from searchsvc.core import Constraint
+    from searchsvc.store.sql import MIGRATIONS
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    engine = create_engine(url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0007")
+        connection.execute(text(
+            "INSERT INTO studies (id, name, state, metric, mode, searcher, spec_text, spec_file,"
+            " created_at, provenance, driver) VALUES (1, 'old', 'completed', 'loss', 'min', "
+            "'random', :spec, '/x.yaml', 0, '{}', '{}')"),
+            {"spec": "study: old\nconstraints:\n  - {metric: memory_mb, max: 100}\n"})
+        for number, value, memory in ((0, 0.5, 50), (1, 0.1, 500)):
+            connection.execute(text(
+                "INSERT INTO trials (study_id, number, state, config, arm, seed, attempts, "
+                "checkpoints, best_value, final_metrics) VALUES (1, :n, 'completed', '{}', "
+                "'{}', 0, 1, '[]', :v, :f)"), {"n": number, "v": value,
+                                               "f": f'{{"memory_mb": {memory}}}'})
+    store = SqlStore(url)
+    study = store.get_study("old")
+    assert study.constraints == (Constraint("memory_mb", high=100),)
+    assert study.best_value == 0.5
 
 
 def test_the_migrations_build_exactly_the_schema_the_code_uses(sql_store: SqlStore) -> None:

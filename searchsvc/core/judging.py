@@ -1,0 +1,258 @@
+"""How a study is judged, one rule each, the same on every surface (docs/DESIGN.md, "What every
+surface reports"): what a search trial is, a trial's outcome, the study's best, its counts and
+how it ends. The store's summaries, live progress, the command line, the Python and REST APIs,
+the web UI, the report and the trackers all call these; none re-derives them.
+
+- **Search trial**: a trial the searcher proposed. A *seed repeat* (``repeat_of`` set) reruns a
+  ranked config with a new seed to measure the noise; it is never a search trial.
+- **Outcome** (:func:`trial_outcome`): completed, pruned (stopped by a scheduler after it
+  reported the metric), failed (raised, died, timed out, or never reported an objective) or
+  infeasible (an objective went NaN/inf, or it ran out of memory).
+- **Best** (:func:`best_trial`): the best value of the study's metric, in its direction, among
+  the search trials that completed or were pruned and meet every constraint (each bound's metric
+  reported in the trial's final metrics and inside it). A trial's value is its best step's
+  (retrospective). Ties go to the lower trial number. A study with several objectives is judged
+  on the first (its ``metric``), as the report's "Best trials" ranks them; its Pareto front is
+  the report's ``pareto_front``.
+- **Counts** (:class:`StudyCounts`): search trials by state; seed repeats by state, apart.
+- **End** (:func:`study_end`): a study whose search trials all ended without a usable result
+  (none completed or pruned) failed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from searchsvc.core.objectives import Constraint
+from searchsvc.core.states import FINISHED_TRIAL_STATES, StudyState, TrialState
+
+
+class Judged(Protocol):
+    """What the rules read of a trial (a :class:`~searchsvc.core.TrialRecord` has it all)."""
+
+    @property
+    def number(self) -> int: ...
+    @property
+    def state(self) -> str: ...
+    @property
+    def best_value(self) -> float | None: ...
+    @property
+    def repeat_of(self) -> int | None: ...
+    @property
+    def final_metrics(self) -> Mapping[str, float]: ...
+
+
+T = TypeVar("T", bound=Judged)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """The little of a trial the rules read, where a store summarises rows without building
+    whole trial records."""
+
+    number: int
+    state: str
+    best_value: float | None
+    repeat_of: int | None = None
+    final_metrics: Mapping[str, float] = field(default_factory=dict)
+
+# The outcomes that produced a result a study can be judged on.
+USABLE_STATES = frozenset({TrialState.COMPLETED, TrialState.PRUNED})
+# The outcomes that produced none (what "failed" counts in live progress and the CLI).
+UNUSABLE_STATES = frozenset({TrialState.FAILED, TrialState.INFEASIBLE})
+
+
+# -- search trials and seed repeats ------------------------------------------------------------
+
+def is_search_trial(trial: Judged) -> bool:
+    """Whether the searcher proposed ``trial`` (not a seed repeat of another trial)."""
+    return trial.repeat_of is None
+
+
+def search_trials(trials: Iterable[T]) -> list[T]:
+    """The search's own trials, in the given order: every trial but the seed repeats."""
+    return [t for t in trials if is_search_trial(t)]
+
+
+def seed_repeats(trials: Iterable[T]) -> list[T]:
+    """The seed repeats, in the given order (judged apart: the measured noise)."""
+    return [t for t in trials if not is_search_trial(t)]
+
+
+# -- the study's best --------------------------------------------------------------------------
+
+def meets_constraints(final_metrics: Mapping[str, float],
+                      constraints: Sequence[Constraint]) -> bool:
+    """Whether every constraint's metric was reported and is inside its bounds."""
+    return all(c.violation(final_metrics) == 0.0 for c in constraints)
+
+
+def has_result(trial: Judged) -> bool:
+    """Whether ``trial`` completed or was pruned with a finite value."""
+    return (trial.state in USABLE_STATES and trial.best_value is not None
+            and math.isfinite(trial.best_value))
+
+
+def by_value(trials: Iterable[T], mode: str) -> list[T]:
+    """The trials of ``trials`` with a result, best value first (ties: the lower number)."""
+    sign = 1.0 if mode == "min" else -1.0
+    return sorted((t for t in trials if has_result(t)),
+                  key=lambda t: (sign * float(t.best_value), t.number))  # type: ignore[arg-type]
+
+
+def is_best_candidate(trial: Judged, constraints: Sequence[Constraint] = ()) -> bool:
+    """Whether ``trial`` may be the study's best: a search trial that completed or was pruned
+    with a finite value and meets every constraint."""
+    return (is_search_trial(trial) and has_result(trial)
+            and meets_constraints(trial.final_metrics, constraints))
+
+
+def ranked(trials: Iterable[T], mode: str, constraints: Sequence[Constraint] = ()) -> list[T]:
+    """The study's best candidates among ``trials``, best first (ties: the lower number)."""
+    return by_value((t for t in trials if is_best_candidate(t, constraints)), mode)
+
+
+def best_trial(trials: Iterable[T], mode: str, constraints: Sequence[Constraint] = ()
+               ) -> T | None:
+    """The study's best trial (None: no trial qualifies yet)."""
+    found = ranked(trials, mode, constraints)
+    return found[0] if found else None
+
+
+def best_value(trials: Iterable[Judged], mode: str, constraints: Sequence[Constraint] = ()
+               ) -> float | None:
+    """The study's best value (None: no trial qualifies yet)."""
+    best = best_trial(trials, mode, constraints)
+    return None if best is None else best.best_value
+
+
+# -- counts ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class StudyCounts:
+    """Search trials by state and seed repeats by state (only states with trials are keys)."""
+
+    search: Mapping[str, int] = field(default_factory=dict)
+    repeats: Mapping[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def tally(cls, rows: Iterable[tuple[str, bool, int]]) -> StudyCounts:
+        """From (state, is a seed repeat, how many) rows (a store's grouped query)."""
+        search: dict[str, int] = {}
+        repeats: dict[str, int] = {}
+        for state, repeat, n in rows:
+            if n:
+                into = repeats if repeat else search
+                into[str(state)] = into.get(str(state), 0) + int(n)
+        return cls(search, repeats)
+
+    @property
+    def finished(self) -> int:
+        """Search trials that ended for good (not running, not interrupted: those run again)."""
+        return sum(n for s, n in self.search.items() if s in FINISHED_TRIAL_STATES)
+
+    @property
+    def ended(self) -> int:
+        """Every trial that ended for good, seed repeats included (what a study's
+        ``total_trials``, which plans its repeats, is counted against)."""
+        return self.finished + sum(n for s, n in self.repeats.items()
+                                   if s in FINISHED_TRIAL_STATES)
+
+    @property
+    def usable(self) -> int:
+        """Search trials that produced a result (completed or pruned)."""
+        return sum(n for s, n in self.search.items() if s in USABLE_STATES)
+
+    @property
+    def failed(self) -> int:
+        """Search trials that produced none (failed or infeasible)."""
+        return sum(n for s, n in self.search.items() if s in UNUSABLE_STATES)
+
+    @property
+    def running(self) -> int:
+        return self.search.get(TrialState.RUNNING, 0) + self.repeats.get(TrialState.RUNNING, 0)
+
+    @property
+    def repeats_total(self) -> int:
+        return sum(self.repeats.values())
+
+    def describe(self) -> str:
+        """``3 completed, 1 failed; 2 seed repeats`` ("no trials yet" without any)."""
+        text = ", ".join(f"{n} {s}" for s, n in self.search.items()) or "no trials yet"
+        if self.repeats:
+            text += f"; {self.repeats_total} seed repeats"
+        return text
+
+
+def study_counts(trials: Iterable[Judged]) -> StudyCounts:
+    """The counts of ``trials`` (every trial of one study)."""
+    return StudyCounts.tally((t.state, not is_search_trial(t), 1) for t in trials)
+
+
+# -- a trial's outcome -------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TrialEnd:
+    """What is known of a trial when it ends, whatever ran it (Ray Tune, a backend's own
+    search): the evidence :func:`trial_outcome` decides on."""
+
+    objectives: Sequence[str]  # the study's objectives; the first is its metric
+    final_metrics: Mapping[str, float]  # the last finite value of every metric reported
+    reported: Iterable[str] = ()  # every metric name it reported (for the error message)
+    error: str | None = None  # it raised, died or timed out: the error
+    out_of_memory: bool = False  # ... and that error was running out of memory
+    non_finite: tuple[str, int] | None = None  # (objective, step) that first went NaN/inf
+    stopped_early: str | None = None  # a scheduler stopped it: why
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: TrialState
+    error: str | None = None
+
+
+def trial_outcome(end: TrialEnd) -> Outcome:
+    """A finished trial's outcome. In order: an error fails it (infeasible when it ran out of
+    memory); an objective that went NaN/inf makes it infeasible; a scheduler's stop prunes it
+    once it reported the metric; an objective never reported fails it; else it completed.
+
+    Constraints do not change the outcome: a trial outside a bound completed (or was pruned)
+    and is not *feasible*, which :func:`is_best_candidate` and the report's Pareto front judge
+    on its final metrics."""
+    if end.error is not None:
+        return Outcome(TrialState.INFEASIBLE if end.out_of_memory else TrialState.FAILED,
+                       end.error)
+    if end.non_finite is not None:
+        name, step = end.non_finite
+        return Outcome(TrialState.INFEASIBLE, f"{name} became non-finite at step {step}")
+    metric = end.objectives[0] if end.objectives else None
+    if end.stopped_early is not None and metric in end.final_metrics:
+        return Outcome(TrialState.PRUNED, end.stopped_early)
+    unreported = [n for n in end.objectives if n not in end.final_metrics]
+    if unreported:
+        seen = ", ".join(sorted(set(end.reported))) or "nothing"
+        missing = " and ".join(repr(n) for n in unreported)
+        return Outcome(TrialState.FAILED, f"the objective finished without reporting the "
+                                          f"metric {missing} (it reported: {seen})")
+    return Outcome(TrialState.COMPLETED)
+
+
+# -- how a study ends --------------------------------------------------------------------------
+
+NO_RESULT = "no trial produced a usable result"
+
+
+def study_end(counts: StudyCounts, *, stopped: bool) -> tuple[StudyState, str | None]:
+    """The state a run leaves its study in and, when it failed, why. ``stopped``: the run
+    ended before its budget was spent (Ctrl-C, a time limit, a cancel): resumable."""
+    if stopped:
+        return StudyState.INTERRUPTED, None
+    if counts.usable == 0:
+        n = counts.finished
+        return StudyState.FAILED, (f"{NO_RESULT}: all {n} search trials failed or were "
+                                   "infeasible (see each trial's error)" if n else
+                                   f"{NO_RESULT}: no search trial ran")
+    return StudyState.COMPLETED, None
