@@ -59,3 +59,8 @@ _databases = itertools.count()
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PYTHONPATH", str(ROOT))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked ``last`` run after all the others: they check what the suite left."""
+    items.sort(key=lambda item: item.get_closest_marker("last") is not None)

@@ -1,22 +1,35 @@
 """A real multi-node Ray cluster on this machine, for tests: a head and worker nodes started
 with ``ray start --block`` on 127.0.0.1, a free port (never Ray's default 6379), token
 authentication on, and small object stores. Each node is its own process group, so a test can
-kill one node outright."""
+kill one node outright.
+
+The cluster keeps everything in a temporary folder of its own (``--temp-dir``), never Ray's
+/tmp/ray: ``ray start`` records its address there (``ray_current_cluster``), and a record left
+in /tmp/ray would make every later plain ``ray.init()`` on the machine try to join this long
+gone cluster. :meth:`LoopbackCluster.stop` ends every process of the cluster and deletes the
+folder."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+import psutil
 
 from searchsvc.testing.served import free_port
 
 RAY = str(Path(sys.executable).with_name("ray"))
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
+# The clusters' folders: short (Ray's unix sockets lie below them) and named after this process.
+TEMP_PREFIX = f"searchsvc-ray-{os.getpid()}-"
 
 
 class LoopbackCluster:
@@ -27,6 +40,7 @@ class LoopbackCluster:
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
         self.token = secrets.token_hex(16)
+        self.temp_dir = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
         # HOME is a fresh folder: no ~/.ray/auth_token, so only the token given here counts.
         self.env = {**os.environ, "HOME": str(home), "RAY_AUTH_MODE": "token",
                     "RAY_AUTH_TOKEN": self.token, "RAY_ADDRESS": ""}
@@ -35,17 +49,23 @@ class LoopbackCluster:
     def _start(self, *args: str) -> subprocess.Popen:
         node = subprocess.Popen(
             [RAY, "start", "--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats",
-             f"--object-store-memory={OBJECT_STORE_BYTES}", *args],
+             f"--object-store-memory={OBJECT_STORE_BYTES}", f"--temp-dir={self.temp_dir}",
+             *args],
             env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
         self.nodes.append(node)
         return node
 
     def start(self) -> LoopbackCluster:
-        """A head that runs no trials (no CPUs or GPUs)."""
-        self._start("--head", f"--port={self.port}", "--num-cpus=0", "--num-gpus=0",
-                    "--include-dashboard=false")
-        self.wait_for_nodes(1)
+        """A head that runs no trials (no CPUs or GPUs); stopped again if it does not come
+        up."""
+        try:
+            self._start("--head", f"--port={self.port}", "--num-cpus=0", "--num-gpus=0",
+                        "--include-dashboard=false")
+            self.wait_for_nodes(1)
+        except BaseException:
+            self.stop()
+            raise
         return self
 
     def add_worker(self, cpus: int, gpus: int = 0) -> subprocess.Popen:
@@ -80,7 +100,9 @@ class LoopbackCluster:
 
     def stop(self, grace_s: float = 10) -> None:
         """SIGTERM every node, then SIGKILL what still runs after ``grace_s`` in all (a worker
-        node whose peer was killed can spend 20 s or more on a graceful stop)."""
+        node whose peer was killed can spend 20 s or more on a graceful stop); then, as
+        ``ray stop`` would but for this cluster alone, SIGKILL any of its processes that left
+        their node's process group, and delete its folder."""
         for node in reversed(self.nodes):
             if node.poll() is None:
                 os.killpg(node.pid, signal.SIGTERM)
@@ -91,3 +113,19 @@ class LoopbackCluster:
             except subprocess.TimeoutExpired:
                 os.killpg(node.pid, signal.SIGKILL)
                 node.wait()
+        stragglers = processes_under(self.temp_dir)
+        for process in stragglers:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+        psutil.wait_procs(stragglers, timeout=10)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
+
+
+def processes_under(folder: Path | str) -> list[psutil.Process]:
+    """The processes whose command line names ``folder`` (a cluster's Ray processes name its
+    temporary folder: sockets, logs, session)."""
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if any(str(folder) in argument for argument in process.info["cmdline"] or ()):
+            found.append(process)
+    return found
