@@ -69,12 +69,14 @@ class Study:
 
     @property
     def best_trials(self) -> list[TrialRecord]:
-        """The search's completed and pruned trials with a finite value, best first (ties by
-        number): the ranking of the report's best trials (seed repeats are in
-        :meth:`trials` and the report's ``noise``)."""
-        from searchsvc.analysis.trials import ranked, search_trials
+        """The study's best candidates, best first (ties by number): search trials that
+        completed or were pruned and meet every constraint (:mod:`searchsvc.core.judging`),
+        the ranking of the report's best trials; the first is the study's best. Seed repeats
+        are in :meth:`trials` and the report's ``noise``."""
+        from searchsvc.core.judging import ranked
 
-        return ranked(search_trials(self.trials), self.record.mode)
+        record = self.record
+        return ranked(self.trials, record.mode, record.constraints)
 
     def trials_dataframe(self) -> pd.DataFrame:
         """One row per trial, its config flattened into columns: the table of trials.csv."""
@@ -134,8 +136,8 @@ class Study:
 
     def __repr__(self) -> str:
         record = self.record
-        return (f"<Study {self.name!r} {record.state}: {sum(record.trial_counts.values())} "
-                f"trials, best {record.metric}={record.best_value}>")
+        return (f"<Study {self.name!r} {record.state}: {record.counts.describe()}, "
+                f"best {record.metric}={record.best_value}>")
 
 
 def run(study: StudySource, *, storage: str | None = None, address: str | None = None,

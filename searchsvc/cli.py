@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from searchsvc import __version__
+from searchsvc.core import STUDY_FAILED, STUDY_INTERRUPTED
 from searchsvc.errors import SearchsvcError, SpecError
 from searchsvc.store import Store, open_store
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from searchsvc.api import Study
     from searchsvc.core import StudyRecord
     from searchsvc.driver.preflight import PreflightResult
+    from searchsvc.driver.run import RunOutcome
     from searchsvc.usecases import StudyRun
 
 app = typer.Typer(
@@ -160,24 +162,34 @@ def resume(
                                on_preflight=_print_preflight))
 
 
+def run_summary(outcome: RunOutcome, front: list[int] | None = None) -> list[str]:
+    """The lines ``run`` and ``resume`` end with (before the report's path): the study's
+    state, its trials finished (an interrupted trial is not), why it stopped, and its best
+    (core.judging's, as the store gives it) or, with several objectives, its Pareto front."""
+    study = outcome.study
+    lines = [f"study {study.name}: {study.state} — {outcome.finished}/{outcome.total} trials "
+             f"finished ({outcome.reason})"]
+    if front is not None:
+        lines.append(f"Pareto front: {len(front)} trials ({', '.join(map(str, front))})"
+                     if front else "Pareto front: no feasible trial reported every objective")
+    elif study.best_value is not None:
+        lines.append(f"best {study.metric}: {study.best_value:.6g}")
+    if study.state == STUDY_INTERRUPTED:
+        lines.append(f"continue it with: searchsvc resume {study.name}")
+    return lines
+
+
 def _print_run(done: StudyRun) -> None:
     from searchsvc.driver.run import STOPPED_BY_CTRL_C
 
     outcome, report = done.outcome, done.report
-    name, state = outcome.study.name, outcome.study.state
-    out.print(f"study {name}: {state} — {outcome.finished}/{outcome.total} trials finished "
-              f"({outcome.reason})")
-    front = _pareto_front(report.files.get("json"))
-    if front is not None:
-        out.print(f"Pareto front: {len(front)} trials ({', '.join(map(str, front))})"
-                  if front else "Pareto front: no feasible trial reported every objective")
-    elif outcome.study.best_value is not None:
-        out.print(f"best {outcome.study.metric}: {outcome.study.best_value:.6g}")
-    if state != "completed":
-        out.print(f"continue it with: searchsvc resume {name}")
+    for line in run_summary(outcome, _pareto_front(report.files.get("json"))):
+        out.print(line, markup=False)
     out.print(f"report: {report.main.resolve()}")
     if outcome.reason == STOPPED_BY_CTRL_C:
         raise typer.Exit(130)
+    if outcome.study.state == STUDY_FAILED:
+        raise typer.Exit(1)
 
 
 def _pareto_front(report_json: Path | None) -> list[int] | None:
@@ -200,9 +212,9 @@ def list_studies(storage: StorageOpt = None) -> None:
         return
     table = Table("study", "state", "searcher", "trials", "best", "created")
     for s in studies:
-        finished = sum(n for k, n in s.trial_counts.items() if k != "running")
         best = "-" if s.best_value is None else f"{s.metric}={s.best_value:.4g}"
-        table.add_row(s.name, s.state, s.searcher, f"{finished}/{s.total_trials or '?'}", best,
+        table.add_row(s.name, s.state, s.searcher,
+                      f"{s.counts.ended}/{s.total_trials or '?'}", best,
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_at)))
     out.print(table)
 
@@ -220,8 +232,13 @@ def show(study: Annotated[str, typer.Argument()], storage: StorageOpt = None,
     summary = summarize(record, found.trials)
     out.print(f"[b]{record.name}[/b] — {record.state}, searcher {record.searcher}, "
               f"metric {record.metric} ({record.mode})")
-    out.print("trials: " + ", ".join(f"{n} {k}" for k, n in summary.counts.items() if n)
+    repeats = sum(summary.repeat_counts.values())
+    out.print("trials: " + (", ".join(f"{n} {k}" for k, n in summary.counts.items() if n)
+                            or "none yet")
+              + (f"; {repeats} seed repeats" if repeats else "")
               + f" (of {record.total_trials})")
+    if record.best_value is not None:
+        out.print(f"best {record.metric}: {record.best_value:.6g}", markup=False)
     table = Table("trial", record.metric, "best step", "config")
     for t in summary.best_trials:
         config = ", ".join(f"{k}={_short(v)}" for k, v in t.config.items())
@@ -311,7 +328,7 @@ def _print_remote(study: StudyRecord | dict) -> None:
     from searchsvc.client import study_record
 
     s = study_record(study) if isinstance(study, dict) else study
-    counts = ", ".join(f"{n} {k}" for k, n in s.trial_counts.items()) or "no trials yet"
+    counts = s.counts.describe()
     best = "" if s.best_value is None else f" · best {s.metric} {s.best_value:.6g}"
     out.print(f"{s.name}: {s.state} · {counts} of {s.total_trials}{best}")
 

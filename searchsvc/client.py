@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from searchsvc.core import (
+    Constraint,
     EventKind,
     Measurement,
     StudyRecord,
@@ -154,7 +155,9 @@ def study_record(data: Mapping[str, Any]) -> StudyRecord:
         total_trials=data["total_trials"], started_at=data["started_at"],
         finished_at=data["finished_at"], provenance=data.get("provenance", {}),
         trial_counts=dict(data["trial_counts"]), best_value=data["best_value"],
-        owner=data.get("owner"))
+        owner=data.get("owner"), repeat_counts=dict(data.get("repeat_counts") or {}),
+        constraints=tuple(Constraint(c["metric"], c.get("min"), c.get("max"))
+                          for c in data.get("constraints") or ()))
 
 
 def trial_record(data: Mapping[str, Any]) -> TrialRecord:

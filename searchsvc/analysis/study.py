@@ -22,8 +22,9 @@ from searchsvc.analysis.preflight import summary_lines as preflight_lines
 from searchsvc.analysis.schedulers import Exploit, Rung, lineage, rungs
 from searchsvc.analysis.summary import StudySummary, summarize
 from searchsvc.analysis.telemetry import StudyTelemetry, study_telemetry
-from searchsvc.analysis.trials import ranked, search_trials
+from searchsvc.analysis.trials import search_trials
 from searchsvc.core import StudyRecord, TrialEvent, TrialRecord
+from searchsvc.core.judging import ranked as best_ranked
 from searchsvc.spec import StudySpec
 
 
@@ -61,7 +62,7 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
     isolation = isolate(spec, search, noise)
     curves = diagnose_best(search, spec.metric, spec.mode)
     importance = parameter_importance(spec, search, seed=spec.seed)
-    usable = ranked(search, spec.mode)
+    usable = best_ranked(search, spec.mode, spec.constraints)
     next_study = suggest_next_study(spec, boundaries, importance, curves,
                                     usable[0] if usable else None, len(usable))
     findings = _findings(summary, boundaries, isolation, curves, importance)

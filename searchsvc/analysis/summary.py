@@ -4,10 +4,9 @@ trial's best step, not its last)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from searchsvc.analysis.trials import ranked, search_trials
 from searchsvc.core import (
     TRIAL_COMPLETED,
     TRIAL_FAILED,
@@ -15,9 +14,11 @@ from searchsvc.core import (
     TRIAL_INTERRUPTED,
     TRIAL_PRUNED,
     TRIAL_RUNNING,
+    Constraint,
     StudyRecord,
     TrialRecord,
 )
+from searchsvc.core.judging import ranked, study_counts
 
 COUNTED_STATES = (TRIAL_COMPLETED, TRIAL_PRUNED, TRIAL_FAILED, TRIAL_INFEASIBLE,
                   TRIAL_INTERRUPTED, TRIAL_RUNNING)
@@ -42,8 +43,9 @@ class StudySummary:
     mode: str
     state: str
     total_trials: int | None
-    counts: Mapping[str, int]
+    counts: Mapping[str, int]  # search trials by state (every state a key)
     best_trials: tuple[TrialSummary, ...]
+    repeat_counts: Mapping[str, int] = field(default_factory=dict)  # seed repeats by state
 
 
 def _summary(t: TrialRecord) -> TrialSummary:
@@ -51,20 +53,22 @@ def _summary(t: TrialRecord) -> TrialSummary:
                         t.arm, t.checkpoints)
 
 
-def best_trials(trials: Sequence[TrialRecord], mode: str, k: int = 5) -> list[TrialSummary]:
-    """The ``k`` best trials with a finite best value (completed or pruned), best first."""
-    return [_summary(t) for t in ranked(trials, mode)[:k]]
+def best_trials(trials: Sequence[TrialRecord], mode: str, k: int = 5,
+                constraints: Sequence[Constraint] = ()) -> list[TrialSummary]:
+    """The study's ``k`` best trials, best first (:func:`searchsvc.core.judging.ranked`)."""
+    return [_summary(t) for t in ranked(trials, mode, constraints)[:k]]
 
 
 def summarize(study: StudyRecord, trials: Sequence[TrialRecord], k: int = 5) -> StudySummary:
+    """Counts and best trials by :mod:`searchsvc.core.judging`'s rules: search trials by
+    state (seed repeats apart: a repeat's value is one more draw of a config already ranked,
+    and the best of several draws is the luckiest seed, not a better config)."""
+    found = study_counts(trials)
     counts: dict[str, int] = {state: 0 for state in COUNTED_STATES}
-    for t in trials:
-        counts[t.state] = counts.get(t.state, 0) + 1
+    counts.update(found.search)
     return StudySummary(
         study=study.name, metric=study.metric, mode=study.mode, state=study.state,
         total_trials=study.total_trials, counts=counts,
-        # The search's trials only: a seed repeat's value is one more draw of a config
-        # already ranked, and the best of several draws is the luckiest seed, not a better
-        # config (the seed-noise section judges repeats).
-        best_trials=tuple(best_trials(search_trials(trials), study.mode, k)),
+        best_trials=tuple(best_trials(trials, study.mode, k, study.constraints)),
+        repeat_counts=dict(found.repeats),
     )

@@ -147,7 +147,7 @@ class StudyCounts:
             if n:
                 into = repeats if repeat else search
                 into[str(state)] = into.get(str(state), 0) + int(n)
-        return cls(search, repeats)
+        return cls(_in_order(search), _in_order(repeats))
 
     @property
     def finished(self) -> int:
@@ -185,6 +185,16 @@ class StudyCounts:
         if self.repeats:
             text += f"; {self.repeats_total} seed repeats"
         return text
+
+
+# The order counts are given in: outcomes first, then what has not ended.
+COUNT_ORDER = (TrialState.COMPLETED, TrialState.PRUNED, TrialState.FAILED,
+               TrialState.INFEASIBLE, TrialState.INTERRUPTED, TrialState.RUNNING)
+
+
+def _in_order(counts: Mapping[str, int]) -> dict[str, int]:
+    rank = {str(s): i for i, s in enumerate(COUNT_ORDER)}
+    return dict(sorted(counts.items(), key=lambda kv: (rank.get(kv[0], len(rank)), kv[0])))
 
 
 def study_counts(trials: Iterable[Judged]) -> StudyCounts:

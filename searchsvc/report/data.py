@@ -29,7 +29,8 @@ def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
         "searcher": study.searcher,
         "state": study.state,
         "total_trials": study.total_trials,
-        "counts": counts,
+        "counts": counts,  # search trials by state (core.judging)
+        "repeat_counts": dict(summary.repeat_counts),  # seed repeats by state, apart
         "best_trials": [
             {"trial_id": t.number, "number": t.number, "value": t.value,
              "best_step": t.best_step, "last_step": t.last_step, "arm": dict(t.arm),

@@ -15,13 +15,17 @@ def render_markdown(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialR
                     analysis: StudyAnalysis, plots: Sequence[Path], folder: Path) -> str:
     summary = analysis.summary
     counts = ", ".join(f"{n} {s}" for s, n in summary.counts.items() if n) or "none yet"
+    repeats = sum(summary.repeat_counts.values())
+    if repeats:
+        counts += f"; {repeats} seed repeats"
     lines = [f"# Study `{study.name}`", ""]
     if spec.description:
         lines += [spec.description, ""]
     lines += [
         f"- metric: `{study.metric}` ({study.mode}) · searcher: `{study.searcher}` · "
         f"state: **{study.state}**",
-        f"- trials: {sum(summary.counts.values())} of {study.total_trials} ({counts})", "",
+        f"- trials: {sum(summary.counts.values()) + repeats} of {study.total_trials} ({counts})",
+        "",
         "## Findings", "", *(f"- {f}" for f in analysis.findings), "",
         "## Best trials", "",
         "Best value over each trial's training (retrospective: the best step, not the last).", "",

@@ -312,7 +312,11 @@ def _inline_refs(node: Any, defs: dict[str, Any]) -> Any:
 def _study_json(s: StudyRecord, detail: bool = False) -> dict[str, Any]:
     out = {"name": s.name, "state": s.state, "metric": s.metric, "mode": s.mode,
            "searcher": s.searcher, "total_trials": s.total_trials,
-           "trial_counts": dict(s.trial_counts), "best_value": s.best_value,
+           # core.judging's counts (search trials by state, seed repeats apart) and best
+           "trial_counts": dict(s.trial_counts), "repeat_counts": dict(s.repeat_counts),
+           "best_value": s.best_value,
+           "constraints": [{"metric": c.metric, "min": c.low, "max": c.high}
+                           for c in s.constraints],
            "created_at": s.created_at, "started_at": s.started_at,
            "finished_at": s.finished_at}
     if detail:

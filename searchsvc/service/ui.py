@@ -20,15 +20,14 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from searchsvc import __version__
 from searchsvc.analysis.telemetry import trial_telemetry
 from searchsvc.core import (
-    FINISHED_TRIAL_STATES,
     STUDY_CREATED,
     STUDY_INTERRUPTED,
     STUDY_RUNNING,
     StudyRecord,
     TrialRecord,
-    best_of,
     improves,
 )
+from searchsvc.core.judging import best_trial, by_value, is_best_candidate, ranked
 from searchsvc.service.access import REPORT_FORMATS, ServiceStudies
 
 COOKIE = "searchsvc_token"
@@ -210,12 +209,13 @@ def _local(target: str) -> str:
 
 
 def _study_view(s: StudyRecord) -> dict[str, Any]:
-    counts = dict(s.trial_counts)
-    finished = sum(n for state, n in counts.items() if state in FINISHED_TRIAL_STATES)
+    counts = s.counts  # core.judging: search trials by state, seed repeats apart
+    finished = counts.ended
     total = max(s.total_trials or 0, finished)
     return {"name": s.name, "state": s.state, "metric": s.metric, "mode": s.mode,
             "searcher": s.searcher, "finished": finished, "total": total,
-            "running": counts.get("running", 0), "counts": counts,
+            "running": counts.running, "counts": dict(counts.search),
+            "repeats": counts.repeats_total,
             "percent": round(100 * finished / total) if total else 0,
             "best": s.best_value, "created_at": s.created_at, "started_at": s.started_at,
             "finished_at": s.finished_at,
@@ -234,13 +234,13 @@ def _trial_rows(study: StudyRecord, trials: Sequence[TrialRecord], sort: str
                 ) -> list[dict[str, Any]]:
     """Table rows, newest first (``sort="number"``) or best first (``"best"``; trials with no
     value last)."""
-    best = best_of((t.best_value for t in trials), study.mode)
-    sign = 1 if study.mode == "min" else -1
-    if sort == "best":
-        ordered = sorted(trials, key=lambda t: (
-            t.best_value is None or not math.isfinite(t.best_value),
-            sign * t.best_value if t.best_value is not None and math.isfinite(t.best_value)
-            else 0.0, t.number))
+    best = best_trial(trials, study.mode, study.constraints)
+    if sort == "best":  # the study's candidates by core.judging, then other results, then rest
+        candidates = ranked(trials, study.mode, study.constraints)
+        taken = {t.number for t in candidates}
+        results = by_value((t for t in trials if t.number not in taken), study.mode)
+        taken |= {t.number for t in results}
+        ordered = [*candidates, *results, *(t for t in trials if t.number not in taken)]
     else:
         ordered = sorted(trials, key=lambda t: -t.number)
     rows = []
@@ -250,7 +250,7 @@ def _trial_rows(study: StudyRecord, trials: Sequence[TrialRecord], sort: str
                      "value": t.best_value, "best_step": t.best_step, "last_step": t.last_step,
                      "attempts": t.attempts, "node": _short_node(t.node), "full_node": t.node,
                      "repeat_of": t.repeat_of, "seed": t.seed,
-                     "is_best": best is not None and t.best_value == best,
+                     "is_best": best is not None and t.number == best.number,
                      "error": error if len(error) <= MAX_ERROR_CHARS
                      else error[:MAX_ERROR_CHARS] + "…", "full_error": error})
     return rows
@@ -276,11 +276,12 @@ def _progress_plot(study: StudyRecord, trials: Sequence[TrialRecord]) -> str | N
     if not done:
         return None
     order = list(range(1, len(done) + 1))
-    best_so_far: list[float] = []
+    best_so_far: list[float | None] = []  # the study's best (core.judging) as trials ended
     for t in done:
-        value = float(t.best_value)  # type: ignore[arg-type]
         previous = best_so_far[-1] if best_so_far else None
-        best_so_far.append(value if improves(value, previous, study.mode) else previous)  # type: ignore[arg-type]
+        better = (is_best_candidate(t, study.constraints)
+                  and improves(t.best_value, previous, study.mode))
+        best_so_far.append(t.best_value if better else previous)
     fig = go.Figure()
     fig.add_scatter(x=order, y=[t.best_value for t in done], mode="markers", name="trial",
                     text=[f"trial {t.number} ({t.state})" for t in done],

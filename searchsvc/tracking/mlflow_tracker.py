@@ -37,6 +37,7 @@ from urllib.parse import unquote
 
 from searchsvc.core import (
     STUDY_COMPLETED,
+    STUDY_FAILED,
     TRIAL_COMPLETED,
     TRIAL_FAILED,
     TRIAL_INFEASIBLE,
@@ -246,8 +247,12 @@ class MlflowTracker(Tracker):
         if self.parent_id is None:
             return
         with bounded_http():
+            # The study's counts and best by core.judging, as the store gives them: search
+            # trials by state, seed repeats apart.
             metrics = {f"trials_{state}": float(count)
                        for state, count in study.trial_counts.items()}
+            if study.repeat_counts:
+                metrics["seed_repeats"] = float(study.counts.repeats_total)
             if study.best_value is not None:
                 metrics[f"best_{study.metric}"] = study.best_value
             self._log(self.parent_id, metrics=[_metric(k, v, _ms(time.time()), 0)
@@ -258,7 +263,8 @@ class MlflowTracker(Tracker):
                 elif path.is_file():
                     self.client.log_artifact(self.parent_id, str(path), "report")
             self.client.set_terminated(
-                self.parent_id, "FINISHED" if study.state == STUDY_COMPLETED else "KILLED",
+                self.parent_id, {STUDY_COMPLETED: "FINISHED", STUDY_FAILED: "FAILED"}.get(
+                    study.state, "KILLED"),
                 end_time=_ms(study.finished_at or time.time()))
 
     # -- trials --------------------------------------------------------------------------------

@@ -104,4 +104,5 @@ def test_the_best_trials_are_the_searchs_not_a_lucky_repeat() -> None:
                             best_value=0.5)
     summary = summarize(study, trials)
     assert [t.number for t in summary.best_trials] == [0]  # repeat 1 (0.1) is not a new best
-    assert summary.counts[TRIAL_COMPLETED] == 2  # but it is counted
+    assert summary.counts[TRIAL_COMPLETED] == 1  # the search's trials; the repeat apart
+    assert summary.repeat_counts == {TRIAL_COMPLETED: 1}

@@ -83,8 +83,8 @@ def test_counts_keep_seed_repeats_apart_and_interrupted_trials_unfinished() -> N
                              "running": 1, "interrupted": 1}
     assert counts.repeats == {"completed": 1}
     assert (counts.finished, counts.usable, counts.failed, counts.running) == (8, 6, 2, 1)
-    assert counts.describe() == ("5 completed, 1 pruned, 1 failed, 1 infeasible, 1 running, "
-                                 "1 interrupted; 1 seed repeats")
+    assert counts.describe() == ("5 completed, 1 pruned, 1 failed, 1 infeasible, "
+                                 "1 interrupted, 1 running; 1 seed repeats")
     assert StudyCounts.tally([("completed", False, 2), ("completed", True, 0)]) == StudyCounts(
         {"completed": 2}, {})
     assert StudyCounts().describe() == "no trials yet"

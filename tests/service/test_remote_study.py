@@ -165,7 +165,7 @@ def test_show_prints_a_remote_study_as_a_local_one(served: Service, capsys) -> N
     local = capsys.readouterr().out
     assert main(["show", STUDY, "--server", served.url, "--token", served.token]) == 0
     assert capsys.readouterr().out == local
-    assert "6 completed, 1 pruned, 1 failed, 1 infeasible" in local
+    assert "5 completed, 1 pruned, 1 failed, 1 infeasible; 1 seed repeats" in local
     assert main(["show", "bobs", "--server", served.url, "--token", served.token]) == 3
     assert "no study named 'bobs'" in capsys.readouterr().err
 
