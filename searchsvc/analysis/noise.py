@@ -26,6 +26,7 @@ from typing import Any
 from scipy import stats
 
 from searchsvc.core import TRIAL_COMPLETED, TrialRecord, is_finite_number
+from searchsvc.core.judging import is_search_trial
 
 CONFIDENCE = 0.95
 UNEQUAL_NOISE_P = 0.01  # Bartlett's p below which arms are treated as differing in noise
@@ -142,7 +143,7 @@ def estimate_noise(trials: Sequence[TrialRecord]) -> NoiseEstimate | None:
     counts = [g.n for g in groups]
     seeds = max(set(counts), key=counts.count)
     resolvable = _t(dof) * sigma * math.sqrt(2 / seeds)
-    failed = sum(1 for t in trials if t.repeat_of is not None and t.finished
+    failed = sum(1 for t in trials if not is_search_trial(t) and t.finished
                  and not (t.state == TRIAL_COMPLETED and is_finite_number(t.best_value)))
     return NoiseEstimate(sigma, dof, low, high, tuple(arms), equal_p, resolvable, seeds,
                          tuple(groups), failed)

@@ -24,7 +24,7 @@ from searchsvc.core import (
     StudyRecord,
     TrialRecord,
 )
-from searchsvc.core.judging import study_counts, study_end
+from searchsvc.core.judging import is_search_trial, study_counts, study_end
 from searchsvc.driver.progress import Progress
 from searchsvc.errors import ConflictError, NotFoundError, RunnerError
 from searchsvc.searchers import Observation, PopulationSchedule, Searcher, create_searcher
@@ -144,7 +144,7 @@ def run_study(name: str, store: Store, options: RunOptions, *,
     # As the live study told its searcher: a value only for trials that ended with one.
     # Repeats are not the searcher's proposals: it never sees them.
     history = [_observation(t, t.number, study.metric) for t in trials
-               if t.finished and t.repeat_of is None]
+               if t.finished and is_search_trial(t)]
     if spec.warm_start:
         study = _warm_start(spec, study, store, searcher)
     for observation in history:
@@ -256,7 +256,7 @@ def _warm_start_trials(spec: StudySpec, store: Store, owner: str | None = None,
             f"warm_start.study: study {spec.warm_start!r} optimised {parent.metric} "
             f"({parent.mode}), this one {spec.metric} ({spec.mode}): its values would mislead "
             "the model")
-    finished = [t for t in trials if t.finished and t.repeat_of is None]
+    finished = [t for t in trials if t.finished and is_search_trial(t)]
     fitting = [t for t in finished if fits_space(spec, t.config)
                and (only is None or t.number in only)]
     return len(finished), [t.number for t in fitting], [

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_PRUNED, TrialRecord, is_finite_number
+from searchsvc.core import TRIAL_COMPLETED, TrialRecord
+from searchsvc.core.judging import has_result, search_trials
 from searchsvc.searchers.base import NoOptions, Proposal, Searcher
 from searchsvc.searchers.space import Arm, trial_seed
 from searchsvc.spec import Noise, StudySpec
@@ -43,9 +44,8 @@ def plan_repeats(spec: StudySpec, noise: Noise, arms: Sequence[Arm],
     sign = 1 if spec.mode == "min" else -1
     plan = []
     for a, arm in enumerate(arms):
-        mine = [t for t in trials if t.repeat_of is None
-                and t.state in (TRIAL_COMPLETED, TRIAL_PRUNED)
-                and is_finite_number(t.best_value) and dict(t.arm) == dict(arm.values)]
+        mine = [t for t in search_trials(trials)
+                if has_result(t) and dict(t.arm) == dict(arm.values)]
         mine.sort(key=lambda t: (t.state != TRIAL_COMPLETED, sign * float(t.best_value or 0.0),
                                  t.number))
         for rank, original in enumerate(mine[:noise.top_k]):
