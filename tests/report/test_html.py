@@ -46,3 +46,18 @@ def test_every_section_is_rendered_from_the_template():
     assert '<span class="badge infeasible">2 infeasible</span>' in page
     assert 'href="data:text/yaml;base64,' in page
     assert not re.search(r"<(script|link)[^>]*(src|href)=", page)  # self-contained
+
+
+def test_a_study_started_without_preflight_says_so_in_its_preflight_section():
+    from dataclasses import replace
+
+    from searchsvc.usecases import PREFLIGHT_SKIPPED
+
+    record, spec = study("min")
+    record = replace(record, provenance={**record.provenance, "preflight": PREFLIGHT_SKIPPED})
+    trials = make_trials(10)
+    analysis = analyze(record, spec, trials)
+    page = render_html(record, spec, analysis, report_plots(spec, trials, analysis))
+    section = page.split('<section id="preflight">', 1)[1].split("</section>", 1)[0]
+    assert "Not run: started without preflight (--no-preflight)." in section
+    assert "FAILED" not in section and "estimated wall time" not in section
