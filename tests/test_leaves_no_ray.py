@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.driver.loopback import TEMP_PREFIX, processes_under
+from searchsvc.testing.served import processes_naming
+from tests.driver.loopback import TEMP_PREFIX
 
 ADDRESS_FILE = Path("/tmp/ray/ray_current_cluster")  # Ray's default temp dir, TMPDIR unset
 
@@ -39,7 +40,7 @@ ray.shutdown()
 @pytest.mark.slow
 def test_the_suite_leaves_no_ray_cluster_behind(tmp_path: Path) -> None:
     loopback = Path(tempfile.gettempdir()) / TEMP_PREFIX
-    assert [p.info["cmdline"] for p in processes_under(loopback)] == []
+    assert [p.info["cmdline"] for p in processes_naming(str(loopback))] == []
     assert not list(loopback.parent.glob(TEMP_PREFIX + "*"))
     assert address_file_state() in (None, BEFORE), f"the tests wrote {ADDRESS_FILE}"
     if BEFORE is not None:

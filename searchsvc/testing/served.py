@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import psutil  # type: ignore[import-untyped]
+
 from searchsvc.store import SqlStore
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout searchsvc is installed from (-e)
@@ -55,6 +57,13 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def processes_naming(text: str) -> list[psutil.Process]:
+    """The processes with ``text`` in an argument of their command line (a test's study
+    drivers name its database, a test cluster's Ray processes its temporary folder)."""
+    return [process for process in psutil.process_iter(["cmdline"])
+            if any(text in argument for argument in process.info["cmdline"] or ())]
 
 
 class Service:
@@ -135,16 +144,18 @@ def running_service(tmp: Path, storage: str | None = None, user: str = "ada",
                     **options: Any) -> Iterator[Service]:
     """A started service on ``storage`` (default: SQLite in ``tmp``) with a token for ``user``
     (``options``: see :class:`Service`); it and every study driver it launched are killed
-    afterwards."""
+    afterwards, with their Ray: those the store names and those still exiting after their
+    study ended (found by the database in their command line)."""
     s = Service(tmp, storage, user, **options)
     s.start()
     try:
         yield s
     finally:
         s.stop()
-        for study in s.store.list_studies():  # no driver outlives the test
-            pid = (study.driver or {}).get("pid")
-            if pid:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(int(pid), signal.SIGKILL)
+        pids = {int(study.driver["pid"]) for study in s.store.list_studies()
+                if (study.driver or {}).get("pid")}
+        pids.update(process.pid for process in processes_naming(s.url_db))
+        for pid in pids:  # no driver outlives the test; each leads its process group
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
         s.store.close()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psutil
 
-from searchsvc.testing.served import free_port
+from searchsvc.testing.served import free_port, processes_naming
 
 RAY = str(Path(sys.executable).with_name("ray"))
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
@@ -113,19 +113,9 @@ class LoopbackCluster:
             except subprocess.TimeoutExpired:
                 os.killpg(node.pid, signal.SIGKILL)
                 node.wait()
-        stragglers = processes_under(self.temp_dir)
+        stragglers = processes_naming(str(self.temp_dir))
         for process in stragglers:
             with contextlib.suppress(psutil.NoSuchProcess):
                 process.kill()
         psutil.wait_procs(stragglers, timeout=10)
         shutil.rmtree(self.temp_dir, ignore_errors=True)
-
-
-def processes_under(folder: Path | str) -> list[psutil.Process]:
-    """The processes whose command line names ``folder`` (a cluster's Ray processes name its
-    temporary folder: sockets, logs, session)."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        if any(str(folder) in argument for argument in process.info["cmdline"] or ()):
-            found.append(process)
-    return found
