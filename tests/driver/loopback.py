@@ -28,8 +28,10 @@ from searchsvc.testing.served import free_port, processes_naming
 
 RAY = str(Path(sys.executable).with_name("ray"))
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
-# The clusters' folders: short (Ray's unix sockets lie below them) and named after this process.
-TEMP_PREFIX = f"searchsvc-ray-{os.getpid()}-"
+# The clusters' folders: short (Ray's unix sockets lie below them) and named after the test
+# process that started them.
+FOLDER_PREFIX = "searchsvc-ray-"
+TEMP_PREFIX = f"{FOLDER_PREFIX}{os.getpid()}-"
 
 
 class LoopbackCluster:
