@@ -7,6 +7,9 @@ STAMP  := $(VENV)/.installed
 # The default pins the CPU build of torch; the package itself only sets a floor (pyproject.toml),
 # so GPU users keep their CUDA build with e.g. `make TORCH=torch test`.
 TORCH  ?= torch==2.13.0
+# The suite's Ray tests mostly wait on trials: four workers; the tests of a module that share a
+# module fixture (a study, a cluster) are kept on one (xdist_group). PYTEST_PARALLEL= runs serially.
+PYTEST_PARALLEL ?= -n 4 --dist loadgroup
 
 .PHONY: demo test lint install browser clean
 
@@ -33,7 +36,8 @@ test: $(STAMP) browser
 	$(BIN)/ruff check searchsvc objectives tests examples benchmarks docs
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet  # the docs site, into site/
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not last"
+	$(BIN)/python -m pytest -q -m last  # after the others: what the suite left behind
 
 lint: $(STAMP)
 	$(BIN)/ruff check searchsvc objectives tests examples benchmarks docs

@@ -7,7 +7,16 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
+# The suite runs in parallel workers (pytest-xdist) on few cores, each starting Ray trials: one
+# math-library thread per process, or OpenMP/BLAS/TensorFlow threads spinning in every process
+# starve each other. Set before numpy, torch or TensorFlow load, and inherited by the workers,
+# the Ray processes and the CLI subprocesses the tests start.
+for _variable, _threads in [("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"),
+                            ("MKL_NUM_THREADS", "1"), ("TF_NUM_INTRAOP_THREADS", "1"),
+                            ("TF_NUM_INTEROP_THREADS", "2")]:
+    os.environ.setdefault(_variable, _threads)
+
+import pytest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # The contract suites are pytest tests living in the package: show their failed asserts' values.

@@ -123,7 +123,7 @@ class Service:
             time.sleep(0.5)
         raise AssertionError(f"{name} did not become {state}: {study}")
 
-    def wait_for_completed_trials(self, name: str, count: int, timeout: float = 120) -> None:
+    def wait_for_completed_trials(self, name: str, count: int, timeout: float = 300) -> None:
         deadline = time.time() + timeout
         while self.call("GET", f"/studies/{name}")["trial_counts"].get("completed", 0) < count:
             assert time.time() < deadline, f"{name} did not complete {count} trials in time"

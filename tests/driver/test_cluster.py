@@ -18,7 +18,8 @@ from searchsvc.core import EVENT_RETRIED, TRIAL_COMPLETED
 from searchsvc.store import SqlStore
 from tests.driver.loopback import LoopbackCluster
 
-pytestmark = pytest.mark.slow
+# One xdist worker runs this module: its tests share a module fixture.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = '''
@@ -35,6 +36,13 @@ def train(config):
     node = ctx.get_node_id()
     on_head = any(n["NodeID"] == node and "node:__internal_head__" in n["Resources"]
                   for n in ray.nodes())
+    barrier = config.get("barrier")
+    if barrier:  # wait (a while at most) until this many trials have started, anywhere
+        folder, count = barrier.rsplit(":", 1)
+        open(os.path.join(folder, node + str(os.getpid())), "w").close()
+        deadline = time.time() + 120
+        while len(os.listdir(folder)) < int(count) and time.time() < deadline:
+            time.sleep(0.1)
     start = time.time()
     for step in range(1, config.get("steps", 3) + 1):
         time.sleep(config.get("sleep", 0.5))
@@ -84,11 +92,16 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackCluste
 
 def test_trials_run_on_the_worker_nodes_of_a_cluster_attached_with_address(
         cluster: LoopbackCluster, tmp_path: Path) -> None:
-    path = study_file(tmp_path, "attached", """\
-        budget: {trials: 4, max_concurrent: 2, max_steps: 3}
-        resources: {cpu: 2}
+    # The first two trials wait for each other, so two run at once whatever the load: with 2
+    # CPUs a trial, one on each worker node.
+    started = tmp_path / "started"
+    started.mkdir()
+    path = study_file(tmp_path, "attached", f"""\
+        budget: {{trials: 4, max_concurrent: 2, max_steps: 3}}
+        resources: {{cpu: 2}}
         parameters:
-          x: {low: 0.1, high: 1.0}
+          x: {{low: 0.1, high: 1.0}}
+          barrier: {{value: "{started}:2"}}
         """)
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     done = searchsvc(cluster, "run", str(path), "--address", cluster.address, "--storage", db)

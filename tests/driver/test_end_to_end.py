@@ -151,24 +151,46 @@ def test_kept_checkpoints_are_recorded_and_loadable(ray_local, tmp_path: Path) -
 
 def test_the_time_limit_stops_the_study_resumably_with_every_result_kept(ray_local,
                                                                          tmp_path: Path) -> None:
-    write(tmp_path, "slow_steps.py", """
+    # Each run lets ALLOWED trials finish; every later one waits until the time limit stops
+    # it. What is finished and what is interrupted then depends on neither the machine's
+    # speed nor its load, only on the limit being reached.
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    (gate / "ALLOWED").write_text("3")
+    write(tmp_path, "gated_steps.py", f"""
+        import os
         import time
+        from pathlib import Path
 
         from ray import tune
 
+        GATE = Path({str(gate)!r})
+
+
+        def _slot():
+            allowed = int((GATE / "ALLOWED").read_text())
+            for n in range(allowed):
+                try:
+                    os.close(os.open(GATE / f"slot-{{n}}", os.O_CREAT | os.O_EXCL))
+                    return True
+                except FileExistsError:
+                    continue
+            return False
+
 
         def train(config):
+            if not _slot():
+                time.sleep(3600)  # until the time limit stops the study
             for step in range(1, 4):
-                time.sleep(0.4)
-                tune.report({"loss": config["x"] / step})
+                tune.report({{"loss": config["x"] / step}})
         """)
     path = write(tmp_path, "limited.yaml", """
         study: limited
-        objective: slow_steps:train
+        objective: gated_steps:train
         metric: loss
         mode: min
         searcher: random
-        budget: {trials: 200, max_concurrent: 2, max_steps: 3, time_limit_s: 8}
+        budget: {trials: 200, max_concurrent: 2, max_steps: 3, time_limit_s: 30}
         parameters:
           x: {role: nuisance, low: 0.0, high: 1.0}
         """)
@@ -178,12 +200,13 @@ def test_the_time_limit_stops_the_study_resumably_with_every_result_kept(ray_loc
     assert outcome.study.state == "interrupted"  # resumable, not failed or completed
     trials = store.get_trials("limited", measurements=True)
     completed = [t for t in trials if t.state == TRIAL_COMPLETED]
-    assert 0 < len(completed) < 200
+    assert len(completed) == 3
     assert all(t.state in (TRIAL_COMPLETED, TRIAL_INTERRUPTED) for t in trials)
     for t in completed:
         assert [m.step for m in t.measurements] == [1, 2, 3]
     # Resuming goes on where it stopped (under a new time limit): finished trials stay as
     # they were and none runs twice.
+    (gate / "ALLOWED").write_text("6")  # three more slots for the resumed run
     again = run_study("limited", store, RunOptions(live_progress=False))
     assert again.reason == "time limit reached"
     after = {t.number: t for t in store.get_trials("limited", measurements=True)}

@@ -34,7 +34,8 @@ from searchsvc.spec import parse_spec
 from searchsvc.store import SqlStore, Store
 from searchsvc.validation import validate_text
 
-pytestmark = pytest.mark.slow
+# One xdist worker runs this module: its tests share a module fixture.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("searchers-on-ray")]
 ROOT = Path(__file__).resolve().parents[2]
 SPACES = ROOT / "spaces"
 MULTI_FIDELITY = ("asha", "hyperband", "bohb")

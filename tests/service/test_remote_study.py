@@ -32,7 +32,8 @@ from searchsvc.report.data import report_data
 from searchsvc.store import Store
 from searchsvc.testing.served import SPEC, Service
 
-pytestmark = pytest.mark.slow
+# One xdist worker runs this module: its tests share a module fixture.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("remote-study")]
 STUDY = "seeded"
 
 

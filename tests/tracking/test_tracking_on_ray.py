@@ -28,7 +28,8 @@ from searchsvc.store import SqlStore
 from searchsvc.validation import validate_file
 from tests.tracking.test_tensorboard_tracker import Logs
 
-pytestmark = pytest.mark.slow
+# One xdist worker runs this module: its tests share a module fixture.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tracking-on-ray")]
 
 TRIALS, STEPS = 6, 5
 
