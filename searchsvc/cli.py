@@ -433,7 +433,8 @@ def serve(
     max_arms: Annotated[int | None, typer.Option(
         help="Combinations of scientific values in one study [default: 1000].")] = None,
     max_queued_per_user: Annotated[int, typer.Option(
-        help="Studies a user may have queued or running at once.")] = 20,
+        help="Studies a user may have queued or running at once (creating and resuming "
+        "a study both count).")] = 20,
     max_code_mb: Annotated[float, typer.Option(
         help="Size of an uploaded code bundle once unpacked, in MB.")] = 100,
 ) -> None:

@@ -10,8 +10,8 @@ from typing import Literal, get_args
 from fastapi import HTTPException
 from fastapi.responses import FileResponse
 
-from searchsvc.core import STUDY_INTERRUPTED, StudyRecord
-from searchsvc.errors import NotFoundError
+from searchsvc.core import STUDY_CREATED, STUDY_INTERRUPTED, STUDY_RUNNING, StudyRecord
+from searchsvc.errors import LimitExceededError, NotFoundError
 from searchsvc.service.scheduler import StudyScheduler
 from searchsvc.store import Store
 
@@ -23,6 +23,7 @@ REPORT_FORMATS: tuple[str, ...] = get_args(ReportFormat)
 class ServiceStudies:
     store: Store
     scheduler: StudyScheduler | None = None
+    max_queued_per_user: int | None = None  # studies created or running at once, per user
 
     @property
     def runs_studies(self) -> bool:
@@ -59,6 +60,8 @@ class ServiceStudies:
         if study.state != STUDY_INTERRUPTED:
             raise HTTPException(409, f"study {name!r} is {study.state}; only an interrupted "
                                 "study can be resumed")
+        if self.max_queued_per_user is not None:  # a resumed study is queued as a new one
+            check_quota(self.store, owner, self.max_queued_per_user)
         self._scheduler().requeue(name)
         return self.store.get_study(name)
 
@@ -66,3 +69,13 @@ class ServiceStudies:
         if self.scheduler is None:
             raise HTTPException(503, "this server does not run studies")
         return self.scheduler
+
+
+def check_quota(store: Store, user: str, limit: int) -> None:
+    """Refuse (429) to queue another study of ``user``'s when ``limit`` are queued or running:
+    creating a study and resuming one count alike."""
+    active = len(store.list_studies(owner=user, states=(STUDY_CREATED, STUDY_RUNNING)))
+    if active >= limit:
+        raise LimitExceededError(
+            f"user {user!r} has {active} studies queued or running, the most this server "
+            f"allows (serve --max-queued-per-user {limit}); wait for one to finish or cancel one")

@@ -22,15 +22,14 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from searchsvc import __version__
 from searchsvc.codebundle import BundleLimits, CodeBundle, find_bundle, store_bundle
-from searchsvc.core import STUDY_CREATED, STUDY_RUNNING, StudyRecord, TokenGrant, TrialRecord
+from searchsvc.core import StudyRecord, TokenGrant, TrialRecord
 from searchsvc.errors import (
     ConflictError,
-    LimitExceededError,
     PermissionDeniedError,
     SearchsvcError,
     SpecError,
 )
-from searchsvc.service.access import ReportFormat, ServiceStudies
+from searchsvc.service.access import ReportFormat, ServiceStudies, check_quota
 from searchsvc.service.scheduler import StudyScheduler
 from searchsvc.service.ui import SignInRequired, sign_in_redirect, ui_router
 from searchsvc.spec import SpecLimits, StudySpec, json_schema
@@ -107,7 +106,7 @@ def create_app(store: Store, config: ServiceConfig | None = None,
         raise HTTPException(503, f"{what} took more than {config.request_timeout_s:g} s; "
                             "try again, or ask for less")
 
-    studies = ServiceStudies(store, scheduler)
+    studies = ServiceStudies(store, scheduler, config.max_queued_per_user)
     owned = studies.owned
     app.include_router(ui_router(studies))
     app.add_exception_handler(SignInRequired, sign_in_redirect)  # type: ignore[arg-type]
@@ -144,7 +143,7 @@ def create_app(store: Store, config: ServiceConfig | None = None,
             # Finding the bundle walks its files (for provenance): off the loop too.
             bundle = _bundle_for(code, token) if code is not None else None
             spec = _checked_spec(body, config, bundle)
-            _check_quota(store, token.user, config.max_queued_per_user)
+            check_quota(store, token.user, config.max_queued_per_user)
             from searchsvc import usecases
 
             try:  # the objective's module is located, never imported, in the API process
@@ -221,7 +220,8 @@ def create_app(store: Store, config: ServiceConfig | None = None,
 
     @app.post("/studies/{name}/resume")
     def resume(name: str, owner: User) -> dict[str, Any]:
-        """Queue a stopped study again: its unfinished trials run, finished ones are kept."""
+        """Queue a stopped study again: its unfinished trials run, finished ones are kept. It
+        counts against the user's queue limit as a new study does (429 when full)."""
         return _study_json(studies.resume(name, owner))
 
     return app
@@ -266,14 +266,6 @@ def _may_use_code(token: TokenGrant) -> None:
         raise PermissionDeniedError(
             f"this token (user {token.user!r}) may not upload or use code: ask the server's "
             "admin for one made with `searchsvc tokens create NAME --allow-code`")
-
-
-def _check_quota(store: Store, user: str, limit: int) -> None:
-    active = len(store.list_studies(owner=user, states=(STUDY_CREATED, STUDY_RUNNING)))
-    if active >= limit:
-        raise LimitExceededError(
-            f"user {user!r} has {active} studies queued or running, the most this server "
-            f"allows (serve --max-queued-per-user {limit}); wait for one to finish or cancel one")
 
 
 def _code_body() -> dict[str, Any]:

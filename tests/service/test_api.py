@@ -11,7 +11,12 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from searchsvc.core import EVENT_STOPPED_EARLY, TRIAL_COMPLETED
+from searchsvc.core import (
+    EVENT_STOPPED_EARLY,
+    STUDY_COMPLETED,
+    STUDY_INTERRUPTED,
+    TRIAL_COMPLETED,
+)
 from searchsvc.service import ServiceConfig, create_app
 from searchsvc.store import SqlStore, Store
 
@@ -153,6 +158,24 @@ def test_a_server_without_a_scheduler_says_it_runs_nothing(client: TestClient,
     token = store.create_token("ada")
     assert client.post("/studies", content=SPEC, headers=auth(token)).status_code == 201
     assert client.post("/studies/quickstart/cancel", headers=auth(token)).status_code == 503
+
+
+def test_resuming_a_study_counts_against_the_users_queue_limit(store: Store) -> None:
+    client = TestClient(create_app(store, ServiceConfig(max_queued_per_user=1)))
+    token = store.create_token("ada")
+    assert client.post("/studies", content=SPEC, headers=auth(token)).status_code == 201
+    store.update_study("quickstart", state=STUDY_INTERRUPTED)
+    other = SPEC.replace("study: quickstart", "study: other")
+    assert client.post("/studies", content=other, headers=auth(token)).status_code == 201
+    third = SPEC.replace("study: quickstart", "study: third")
+    for full in (client.post("/studies", content=third, headers=auth(token)),
+                 client.post("/studies/quickstart/resume", headers=auth(token))):
+        assert full.status_code == 429, full.text  # resume is refused as create is
+        assert "serve --max-queued-per-user 1" in full.json()["detail"]
+    assert store.get_study("quickstart").state == STUDY_INTERRUPTED
+    store.update_study("other", state=STUDY_COMPLETED)
+    # Within the limit it goes on to the scheduler, which this server has not.
+    assert client.post("/studies/quickstart/resume", headers=auth(token)).status_code == 503
 
 
 # Inputs the OpenAPI fuzz test (test_openapi_fuzz.py) found answering 500.
