@@ -23,6 +23,7 @@ from searchsvc.store import Store, open_store
 
 if TYPE_CHECKING:
     from searchsvc.api import Study
+    from searchsvc.client import RemoteStudies
     from searchsvc.core import StudyRecord
     from searchsvc.driver.preflight import PreflightResult
     from searchsvc.driver.run import RunOutcome
@@ -204,11 +205,14 @@ def _pareto_front(report_json: Path | None) -> list[int] | None:
 
 
 @app.command("list")
-def list_studies(storage: StorageOpt = None) -> None:
-    """List the studies in the store."""
-    studies = _store(storage).list_studies()
+def list_studies(storage: StorageOpt = None, server: ServerOpt = None,
+                 token: TokenOpt = None) -> None:
+    """List the studies in the store. With --server, your studies on that server."""
+    studies = _reader(storage, server, token).list_studies()
     if not studies:
-        out.print("no studies yet — run one with: searchsvc run spaces/quickstart.yaml")
+        out.print(f"no studies of yours on {server} yet — submit one with: searchsvc submit "
+                  "STUDY.yaml" if server else
+                  "no studies yet — run one with: searchsvc run spaces/quickstart.yaml")
         return
     table = Table("study", "state", "searcher", "trials", "best", "created")
     for s in studies:
@@ -255,15 +259,18 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON "
                                           "(report.json's `comparison`).")] = False,
     storage: StorageOpt = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
 ) -> None:
     """Did B's best beat A's beyond seed noise? Each study's best configuration by its mean
-    over seed repeats, with a Welch 95% interval of the difference."""
+    over seed repeats, with a Welch 95% interval of the difference. With --server, two of
+    your studies on that server."""
     import json
 
     from searchsvc import usecases
     from searchsvc.report.data import comparison_data
 
-    found = usecases.compare(baseline, candidate, _store(storage))
+    found = usecases.compare(baseline, candidate, _reader(storage, server, token))
     if as_json:
         sys.stdout.write(json.dumps(comparison_data(found), indent=2) + "\n")
         return
@@ -307,6 +314,15 @@ def report(
     files = usecases.report(study, _store(storage), out_dir, formats, top_fraction=top_fraction)
     for kind, path in files.files.items():
         out.print(f"{kind}: {path.resolve()}")
+
+
+def _reader(storage: str | None, server: str | None, token: str | None
+            ) -> Store | RemoteStudies:
+    """Where a command reads studies: the server when one is given (as `show` does), else the
+    store."""
+    from searchsvc.client import RemoteStudies
+
+    return RemoteStudies(_client(server, token)) if server else _store(storage)
 
 
 def _client(server: str | None, token: str | None):  # -> ServiceClient

@@ -63,6 +63,10 @@ class ServiceClient:
         """Store a code bundle (see searchsvc.codebundle.pack); returns its sha256 and size."""
         return self._json("POST", "/code", archive, content_type="application/gzip")
 
+    def studies(self) -> list[dict[str, Any]]:
+        """The token's user's studies on the server, oldest first."""
+        return self._json("GET", "/studies")
+
     def study(self, name: str) -> dict[str, Any]:
         return self._json("GET", f"/studies/{_quote(name)}")
 
@@ -128,6 +132,10 @@ class RemoteStudies:
     def __init__(self, client: ServiceClient):
         self.client = client
         self.url = client.server
+
+    def list_studies(self) -> list[StudyRecord]:
+        """The user's studies, as the server lists them (without study files)."""
+        return [study_record(s) for s in self.client.studies()]
 
     def get_study(self, name: str) -> StudyRecord:
         return study_record(self.client.study(name))

@@ -171,6 +171,32 @@ def test_show_prints_a_remote_study_as_a_local_one(served: Service, capsys) -> N
     assert "no study named 'bobs'" in capsys.readouterr().err
 
 
+def rows(listing: str) -> dict[str, list[str]]:
+    """`searchsvc list`'s rows by study, as words (the columns' widths aside)."""
+    return {words[1]: words for words in map(str.split, listing.splitlines())
+            if len(words) > 1 and words[1] in ("seeded", "seeded-parent", "bobs")}
+
+
+def test_list_and_compare_read_a_server_as_a_store(served: Service, capsys,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # one line a study
+    remote = ["--server", served.url, "--token", served.token]
+    assert main(["list", "--storage", served.url_db]) == 0
+    local = rows(capsys.readouterr().out)
+    assert main(["list", *remote]) == 0
+    mine = rows(capsys.readouterr().out)
+    assert set(local) == {"seeded", "seeded-parent", "bobs"}
+    assert mine == {name: local[name] for name in ("seeded", "seeded-parent")}  # no bob's
+
+    for how in (["--json"], []):
+        assert main(["compare", "seeded-parent", STUDY, *how, "--storage", served.url_db]) == 0
+        expected = capsys.readouterr().out
+        assert main(["compare", "seeded-parent", STUDY, *how, *remote]) == 0
+        assert capsys.readouterr().out == expected and STUDY in expected
+    assert main(["compare", STUDY, "bobs", *remote]) == 3
+    assert "no study named 'bobs'" in capsys.readouterr().err
+
+
 def test_run_with_a_server_submits_the_study_with_its_own_code(served: Service,
                                                                 tmp_path: Path) -> None:
     """As `searchsvc submit`: the study file's folder is uploaded when the objective's module
