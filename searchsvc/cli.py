@@ -214,13 +214,44 @@ def list_studies(storage: StorageOpt = None, server: ServerOpt = None,
                   "STUDY.yaml" if server else
                   "no studies yet — run one with: searchsvc run spaces/quickstart.yaml")
         return
-    table = Table("study", "state", "searcher", "trials", "best", "created")
-    for s in studies:
-        best = "-" if s.best_value is None else f"{s.metric}={s.best_value:.4g}"
-        table.add_row(s.name, s.state, s.searcher,
-                      f"{s.counts.ended}/{s.total_trials or '?'}", best,
-                      time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_at)))
-    out.print(table)
+    out.print(_study_table(studies))
+
+
+def _study_table(studies: list[StudyRecord]) -> Table:
+    """`list`'s table, which fits the terminal (80 columns, say) with the best values whole:
+    they, the states, counts and dates keep their width; the searcher is cut short first, then
+    the wider of the study and metric names folds. The
+    metric's name is in the header when the studies share one."""
+    from rich import box
+
+    metrics = {s.metric for s in studies}
+    shared = metrics.pop() if len(metrics) == 1 else None
+    rows = [[s.name, s.state, s.searcher, f"{s.counts.ended}/{s.total_trials or '?'}",
+             *(() if shared is not None else (s.metric,)),
+             "-" if s.best_value is None else f"{s.best_value:.4g}",
+             time.strftime("%Y-%m-%d %H:%M", time.localtime(s.created_at))] for s in studies]
+    headers = ["study", "state", "searcher", "trials", *(() if shared else ("metric",)),
+               "best" if shared is None else f"best {shared}", "created"]
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *rows, strict=True)]
+    # What gives way, and how far: the searcher, then the study or metric name.
+    least = {0: min(widths[0], 14), 2: min(widths[2], 5)} | (
+        {} if shared else {4: min(widths[4], 7)})
+    room = out.width - sum(widths) - 2 * len(widths) + 1  # a space after a cell and a divider
+    while room < 0:
+        wide = 2 if widths[2] > least[2] else max(  # the searcher first
+            (i for i in least if widths[i] > least[i]), key=lambda i: widths[i], default=None)
+        if wide is None:
+            break
+        widths[wide] -= 1
+        room += 1
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, padding=(0, 1, 0, 0))
+    for i, (header, width) in enumerate(zip(headers, widths, strict=True)):
+        table.add_column(header, width=width, justify="right" if header in ("trials", headers[-2])
+                         else "left", overflow="ellipsis" if i == 2 else "fold",
+                         no_wrap=i == 2)
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 @app.command()

@@ -36,12 +36,34 @@ def test_list_and_show(searchsvc_home: Path, capsys) -> None:
     seeded_store(searchsvc_home)
     assert main(["list"]) == 0
     listed = capsys.readouterr().out
-    assert "quickstart" in listed and "3/16" in listed and "val_error=0.1" in listed
+    assert "quickstart" in listed and "3/16" in listed and "best val_error" in listed
     assert main(["show", "quickstart"]) == 0
     shown = capsys.readouterr().out
     assert "2 completed, 1 failed" in shown
     assert shown.index("0.1") < shown.index("0.4")  # best first
     assert "2/3" in shown  # retrospective best step of trial 0
+
+
+def test_list_fits_80_columns_with_the_best_values_whole(searchsvc_home: Path, capsys,
+                                                         monkeypatch) -> None:
+    store = seeded_store(searchsvc_home)
+    for name, metric in [("resnet50-learning-rate-sweep-with-warmup", "val_error"),
+                         ("cifar10-wide-resnet-depth", "validation_cross_entropy")]:
+        study = store.create_study(
+            name=name, metric=metric, mode="min", searcher="hyperband_bayes", spec_text="",
+            spec_file="study.yaml", total_trials=1000, results_dir=None, provenance={})
+        trial = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
+        store.record_measurements(trial.id, 1, "min", [(1, 0.012345678, {metric: 0.012345678})])
+        store.finish_trial(trial.id, TRIAL_COMPLETED)
+        store.update_study(name, state="interrupted")
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["list"]) == 0
+    listed = capsys.readouterr().out
+    assert max(map(len, listed.splitlines())) <= 80, listed
+    assert listed.count("0.01235") == 2 and "  0.1  " in listed, listed
+    assert "metric" in listed  # a column of its own when the studies' metrics differ
+    for name in ("quickstart", "interrupted", "1/1000", "3/16"):
+        assert name in listed
 
 
 def test_report_writes_every_format(searchsvc_home: Path, tmp_path: Path, capsys) -> None:

@@ -156,7 +156,8 @@ def test_every_surface_agrees_on_the_best_and_the_counts(
     runner = CliRunner()
     listed = runner.invoke(cli_app, ["list", "--storage", url])
     assert listed.exit_code == 0, listed.output
-    assert f"loss={BEST:.4g}" in listed.output and f"{ENDED}/8" in listed.output
+    assert "best loss" in listed.output and f" {BEST:.4g} " in listed.output
+    assert f"{ENDED}/8" in listed.output
     shown = runner.invoke(cli_app, ["show", NAME, "--storage", url])
     assert shown.exit_code == 0, shown.output
     assert f"best loss: {BEST:.6g}" in shown.output

@@ -173,8 +173,8 @@ def test_show_prints_a_remote_study_as_a_local_one(served: Service, capsys) -> N
 
 def rows(listing: str) -> dict[str, list[str]]:
     """`searchsvc list`'s rows by study, as words (the columns' widths aside)."""
-    return {words[1]: words for words in map(str.split, listing.splitlines())
-            if len(words) > 1 and words[1] in ("seeded", "seeded-parent", "bobs")}
+    return {words[0]: words for words in map(str.split, listing.splitlines())
+            if words and words[0] in ("seeded", "seeded-parent", "bobs")}
 
 
 def test_list_and_compare_read_a_server_as_a_store(served: Service, capsys,
