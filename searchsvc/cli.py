@@ -386,7 +386,9 @@ def submit(spec: Annotated[Path, typer.Argument(help="Study file to submit.")],
            code: Annotated[Path | None, typer.Option(
                "--code", help="Upload this folder's code (as git would keep it) for the "
                "objective to import on the cluster; needs a token made with --allow-code. "
-               "Default: the study file's folder when the objective's module is there.")] = None,
+               "Default: the study file's folder when the objective's module is there, unless "
+               "the token may not upload and the server imports that module itself "
+               "(its --allow-objectives).")] = None,
            no_code: Annotated[bool, typer.Option(
                "--no-code", help="Upload no code: the server must have the objective.")] = False,
            no_preflight: Annotated[bool, typer.Option(
@@ -394,13 +396,19 @@ def submit(spec: Annotated[Path, typer.Argument(help="Study file to submit.")],
                "objective at the centre of the space for a few steps).")] = False,
            ) -> None:
     """Submit a study file to a searchsvc server, which runs it."""
+    from searchsvc.client import default_code_folder
     from searchsvc.codebundle import own_code_folder, pack
     from searchsvc.spec import load_spec
 
     client = _client(server, token)
     text = spec.read_text()
-    folder = None if no_code else code or own_code_folder(load_spec(spec).objective,
-                                                          spec.resolve().parent)
+    objective = load_spec(spec).objective
+    folder = None if no_code else code or default_code_folder(client, objective,
+                                                              spec.parent)
+    if not no_code and code is None and folder is None and own_code_folder(objective,
+                                                                          spec.parent):
+        out.print(f"code: not uploaded — the server imports {objective.partition(':')[0]} "
+                  "itself (serve --allow-objectives)", markup=False)
     sha = None
     if folder is not None:
         uploaded = client.upload_code(pack(folder))

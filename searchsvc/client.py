@@ -63,6 +63,14 @@ class ServiceClient:
         """Store a code bundle (see searchsvc.codebundle.pack); returns its sha256 and size."""
         return self._json("POST", "/code", archive, content_type="application/gzip")
 
+    def code_policy(self) -> dict[str, Any] | None:
+        """The server's ``allow_objectives`` prefixes and whether this token ``may_upload_code``
+        (``GET /objectives/allowed``); None from a server without that endpoint."""
+        try:
+            return self._json("GET", "/objectives/allowed")
+        except NotFoundError:
+            return None
+
     def studies(self) -> list[dict[str, Any]]:
         """The token's user's studies on the server, oldest first."""
         return self._json("GET", "/studies")
@@ -117,6 +125,30 @@ class ServiceClient:
             raise _error(exc.code, exc.read()) from None
         except urllib.error.URLError as exc:
             raise ServiceError(f"cannot reach {self.server}: {exc.reason}") from None
+
+
+def default_code_folder(client: ServiceClient, objective: str, folder: Path) -> Path | None:
+    """What a submission uploads when told neither ``--code`` nor ``--no-code``: ``folder`` (the
+    study file's) when the objective's module is there, unless this token may not upload code
+    and the server's allow-list admits the module, so that the server imports it itself (then
+    None, as for a module not in ``folder``). A token that may not upload, for a module the
+    server does not admit: :class:`~searchsvc.errors.PermissionDeniedError` naming
+    ``--no-code`` and the allowed prefixes."""
+    from searchsvc.codebundle import allowed_module, own_code_folder
+
+    found = own_code_folder(objective, folder)
+    policy = client.code_policy() if found is not None else None
+    if found is None or policy is None or policy["may_upload_code"]:
+        return found
+    module, prefixes = objective.partition(":")[0], list(policy["allow_objectives"])
+    if allowed_module(module, prefixes):
+        return None
+    raise PermissionDeniedError(
+        f"the objective's module {module!r} is in {found}, whose code this token may not "
+        f"upload, and this server imports only modules under the prefixes "
+        f"{', '.join(prefixes) or '(none)'} (serve --allow-objectives): ask the server's admin "
+        "for a token made with `searchsvc tokens create NAME --allow-code`, or submit with "
+        "--no-code (code=False in Python) for an objective the server has under those prefixes")
 
 
 MAX_CURVES_ASKED = 200  # trial numbers named in one URL (curves_of=...)

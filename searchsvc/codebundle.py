@@ -21,7 +21,7 @@ import os
 import secrets
 import shutil
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -249,6 +249,12 @@ def own_code_folder(objective: str, folder: Path) -> Path | None:
     objective the server is to provide."""
     folder = folder.resolve()
     return folder if module_in_bundle(folder, objective.partition(":")[0]) else None
+
+
+def allowed_module(module: str, prefixes: Sequence[str]) -> bool:
+    """Whether ``module`` is under one of ``prefixes`` ("objectives." allows objectives.x): a
+    server's allow-list (``serve --allow-objectives``)."""
+    return any(module.startswith(p) or module == p.rstrip(".") for p in prefixes)
 
 
 def module_in_bundle(folder: Path, module: str) -> bool:

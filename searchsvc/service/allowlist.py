@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from searchsvc.backends import backend_class, backend_names
-from searchsvc.codebundle import module_in_bundle
+from searchsvc.codebundle import allowed_module, module_in_bundle
 from searchsvc.errors import SpecIssue
 from searchsvc.searchers import searcher_class, searcher_names
 from searchsvc.spec import StudySpec
@@ -32,11 +32,6 @@ def option_models() -> dict[str, type]:
     models.update({f"searcher_options ({n})": searcher_class(n).Options
                    for n in searcher_names()})
     return models
-
-
-def allowed_module(module: str, prefixes: Sequence[str]) -> bool:
-    """Whether ``module`` is under one of ``prefixes`` ("objectives." allows objectives.x)."""
-    return any(module.startswith(p) or module == p.rstrip(".") for p in prefixes)
 
 
 def refused_references(spec: StudySpec, prefixes: Sequence[str],

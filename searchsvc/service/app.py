@@ -174,6 +174,15 @@ def create_app(store: Store, config: ServiceConfig | None = None,
             "unpacking the code bundle")
         return {"sha256": bundle.sha256, "files": bundle.files, "bytes": bundle.bytes}
 
+    @app.get("/objectives/allowed")
+    async def allowed_objectives(token: Grant) -> dict[str, Any]:
+        """The module prefixes this server imports objectives from without uploaded code
+        (``serve --allow-objectives``), and whether this token may upload code: what
+        ``searchsvc submit`` reads to choose between uploading the study's folder and letting
+        the server import the objective itself."""
+        return {"allow_objectives": list(config.allow_objectives),
+                "may_upload_code": token.allow_code}
+
     @app.get("/studies")
     async def list_studies(owner: User) -> list[dict[str, Any]]:
         return [_study_json(s) for s in store.list_studies(owner=owner)]
