@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import searchsvc
 from searchsvc.testing.served import ROOT, SPEC, running_service
 
 pytestmark = pytest.mark.slow
@@ -38,6 +39,10 @@ def test_submit_uploads_no_code_the_server_imports_itself(tmp_path: Path) -> Non
         assert done.returncode == 0, done.stderr
         assert "not uploaded" in done.stdout and "admitted: created" in done.stdout
         assert "code" not in s.store.get_study("admitted").provenance
+        # The Python API's default is the same.
+        searchsvc.run(study_folder(tmp_path, "from-python", "objectives.synthetic:playbook"),
+                      server=s.url, token=plain, wait=False)
+        assert "code" not in s.store.get_study("from-python").provenance
 
         # A module of the folder the server does not admit: refused, and nothing created.
         study_folder(tmp_path, "refused", "mine:train")
