@@ -7,9 +7,9 @@ STAMP  := $(VENV)/.installed
 # The default pins the CPU build of torch; the package itself only sets a floor (pyproject.toml),
 # so GPU users keep their CUDA build with e.g. `make TORCH=torch test`.
 TORCH  ?= torch==2.13.0
-# The suite's Ray tests mostly wait on trials: four workers; the tests of a module that share a
-# module fixture (a study, a cluster) are kept on one (xdist_group). PYTEST_PARALLEL= runs serially.
-PYTEST_PARALLEL ?= -n 4 --dist loadgroup
+# Parallel workers, each test file kept on one (its module fixtures, such as a shared study or
+# cluster, start once); `make test PYTEST_PARALLEL=` runs the suite serially.
+PYTEST_PARALLEL ?= -n 3 --dist loadfile
 
 .PHONY: demo test lint install browser clean
 

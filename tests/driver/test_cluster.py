@@ -18,8 +18,7 @@ from searchsvc.core import EVENT_RETRIED, TRIAL_COMPLETED
 from searchsvc.store import SqlStore
 from tests.driver.loopback import LoopbackCluster
 
-# One xdist worker runs this module: its tests share a module fixture.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("cluster")]
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = '''

@@ -34,8 +34,7 @@ from searchsvc.spec import parse_spec
 from searchsvc.store import SqlStore, Store
 from searchsvc.validation import validate_text
 
-# One xdist worker runs this module: its tests share a module fixture.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("searchers-on-ray")]
+pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 SPACES = ROOT / "spaces"
 MULTI_FIDELITY = ("asha", "hyperband", "bohb")

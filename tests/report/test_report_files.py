@@ -16,9 +16,6 @@ from searchsvc.testing.planted import planted_study
 from searchsvc.validation import validate_file
 from tests.analysis.test_planted_truth import depth_curve
 
-# One xdist worker runs this module: its tests share the report written once.
-pytestmark = pytest.mark.xdist_group("report-files")
-
 SPEC = """
     study: depth
     objective: objectives.synthetic:playbook

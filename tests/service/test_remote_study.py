@@ -32,8 +32,7 @@ from searchsvc.report.data import report_data
 from searchsvc.store import Store
 from searchsvc.testing.served import SPEC, Service
 
-# One xdist worker runs this module: its tests share a module fixture.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("remote-study")]
+pytestmark = pytest.mark.slow
 STUDY = "seeded"
 
 

@@ -28,8 +28,7 @@ from searchsvc.store import SqlStore
 from searchsvc.validation import validate_file
 from tests.tracking.test_tensorboard_tracker import Logs
 
-# One xdist worker runs this module: its tests share a module fixture.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("tracking-on-ray")]
+pytestmark = pytest.mark.slow
 
 TRIALS, STEPS = 6, 5
 
