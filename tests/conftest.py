@@ -71,5 +71,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The tests marked ``last`` run after all the others: they check what the suite left."""
-    items.sort(key=lambda item: item.get_closest_marker("last") is not None)
+    """The tests marked ``last`` run after all the others: they check what the suite left.
+    Before them, the modules with ``slow`` tests come first: the parallel workers take whole
+    modules in this order, so the long ones start early and the short ones fill in at the end,
+    instead of one long module running alone after the others have finished."""
+    slow_modules = {item.module.__name__ for item in items
+                    if item.module is not None and item.get_closest_marker("slow")}
+
+    def order(item: pytest.Item) -> tuple[bool, bool]:
+        slow = item.module is not None and item.module.__name__ in slow_modules
+        return item.get_closest_marker("last") is not None, not slow
+
+    items.sort(key=order)

@@ -20,6 +20,9 @@ from searchsvc.searchers.simple import halton_points
 from searchsvc.searchers.space import config_from_unit
 from searchsvc.spec import parse_spec
 
+# Minutes of model fitting in all (no Ray): started early by the parallel workers.
+pytestmark = pytest.mark.slow
+
 HEADER = """study: t
 objective: objectives.synthetic:branin
 metric: value

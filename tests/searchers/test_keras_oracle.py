@@ -12,6 +12,9 @@ from searchsvc.searchers import Observation, create_searcher
 from searchsvc.searchers.sequential import best_so_far, run_sequential
 from searchsvc.spec import parse_spec
 
+# Minutes of model fitting in all (no Ray): started early by the parallel workers.
+pytestmark = pytest.mark.slow
+
 SPACE = """
 study: kt
 objective: objectives.synthetic:branin
