@@ -36,7 +36,7 @@ test: $(STAMP) browser
 	$(BIN)/ruff check searchsvc objectives tests examples benchmarks docs
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet  # the docs site, into site/
-	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not last"
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not last" --durations=15
 	$(BIN)/python -m pytest -q -m last  # after the others: what the suite left behind
 
 lint: $(STAMP)
