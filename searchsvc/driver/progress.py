@@ -34,6 +34,7 @@ class Progress:
         self.ended: dict[int, Judged] = {t.number: t for t in history
                                          if t.state in FINISHED_TRIAL_STATES}
         self.values: dict[int, float] = {}  # running trials: their best value so far
+        self._judge()
         self.running: set[int] = set()
         self.started_at = time.monotonic()
         stream = stream or sys.stderr
@@ -42,9 +43,14 @@ class Progress:
         self._live: Live | None = None
         self._started = False
 
+    def _judge(self) -> None:
+        # Only an ended trial changes the counts or the best: judged then, not on every refresh.
+        self._counts_now = study_counts(self.ended.values())
+        self._best_now = best_trial(self.ended.values(), self.mode, self.constraints)
+
     @property
     def counts(self) -> StudyCounts:
-        return study_counts(self.ended.values())
+        return self._counts_now
 
     @property
     def done(self) -> int:
@@ -56,7 +62,7 @@ class Progress:
 
     @property
     def best_trial(self) -> Judged | None:
-        return best_trial(self.ended.values(), self.mode, self.constraints)
+        return self._best_now
 
     @property
     def best(self) -> float | None:
@@ -109,6 +115,7 @@ class Progress:
         if finished:
             self.ended[number] = Candidate(number, state, value, repeat_of,
                                            dict(final_metrics or {}))
+            self._judge()
         if self._live is None and finished:
             tag = "" if state == TRIAL_COMPLETED else f" ({state})"
             self.console.print(f"  trial {number} finished{tag} · {self._counts()}")
