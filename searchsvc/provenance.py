@@ -10,6 +10,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from searchsvc.core import StudyRecord
+
 TRACKED_PACKAGES = ("searchsvc", "ray", "torch", "optuna", "numpy", "scipy")
 
 
@@ -51,3 +53,9 @@ def collect(spec_file: str, seed: int) -> dict[str, Any]:
         "seed": seed,
         "command": " ".join(sys.argv),
     }
+
+
+def code_path(study: StudyRecord) -> str | None:
+    """Where the study's uploaded code bundle lies, if it has one."""
+    code = study.provenance.get("code") or {}
+    return str(code["path"]) if code.get("path") else None

@@ -121,7 +121,8 @@ def resume(name: str, store: Store, options: RunOptions | None = None, *,
     :class:`~searchsvc.driver.preflight.PreflightError`."""
     from searchsvc.core import STUDY_CREATED, STUDY_FAILED
     from searchsvc.driver.preflight import ray_session, run_preflight
-    from searchsvc.driver.run import RunOptions, code_path
+    from searchsvc.driver.run import RunOptions
+    from searchsvc.provenance import code_path
 
     options = options or RunOptions()
     study = store.get_study(name)

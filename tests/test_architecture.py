@@ -1,7 +1,7 @@
-"""The package's boundaries, checked on its source (docs/architecture.md): the import graph
-between sub-packages has no cycle, the pure layers import no persistence, Ray or web framework,
-the worker never imports the driver, and only ``driver/raycompat.py`` touches Ray's private
-names."""
+"""The package's boundaries, checked on its source (docs/architecture.md): the import graphs
+between sub-packages and between modules (imports inside functions included) have no cycle,
+the pure layers import no persistence, Ray or web framework, the worker never imports the
+driver, and only ``driver/raycompat.py`` touches Ray's private names."""
 
 from __future__ import annotations
 
@@ -123,6 +123,52 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 def test_no_cycle_between_packages() -> None:
     assert cycles(package_graph()) == []
+
+
+def module_edges(module: Module, known: set[str]) -> Iterator[str]:
+    """The searchsvc modules ``module`` imports, at any depth (imports inside functions too):
+    ``from a import b`` imports the module ``a.b`` when there is one, else reads a name of
+    ``a``; the parent packages Python initialises on the way are not edges of their own."""
+    def resolve(name: str) -> str | None:
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            targets = [resolve(alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = next(name for name, line in imports(Module(module.name, ast.Module(
+                body=[node], type_ignores=[]))))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else resolve(base)
+                       for a in node.names]
+        else:
+            continue
+        yield from (t for t in targets if t is not None and t != module.name)
+
+
+def module_graph(modules: list[Module]) -> dict[str, set[str]]:
+    known = {m.name for m in modules}
+    return {m.name: set(module_edges(m, known)) for m in modules}
+
+
+def test_no_cycle_between_modules() -> None:
+    assert cycles(module_graph(MODULES)) == []
+
+
+def test_the_module_graph_sees_lazy_imports_and_names_read_from_a_package() -> None:
+    def module(name: str, source: str) -> Module:
+        return Module(name, ast.parse(source))
+
+    found = module_graph([
+        module("searchsvc.store", "from searchsvc.store.sql import SqlStore\n"),
+        module("searchsvc.store.sql", "def f():\n    from searchsvc.store import Store\n"),
+        module("searchsvc.store.jsonutil", ""),
+        module("searchsvc.store.memory", "from searchsvc.store import jsonutil\n"),
+    ])
+    assert found["searchsvc.store.sql"] == {"searchsvc.store"}  # a name of the package
+    assert found["searchsvc.store.memory"] == {"searchsvc.store.jsonutil"}  # a module
+    assert cycles(found) == [["searchsvc.store", "searchsvc.store.sql"]]
 
 
 # part -> what it must never import (a sub-package, or a third-party top-level module)

@@ -15,8 +15,8 @@ from searchsvc.backends.base import Backend, SearchedTrial
 from searchsvc.core import StudyRecord, final_metrics, is_finite_number
 from searchsvc.core.judging import TrialEnd, trial_outcome
 from searchsvc.driver.progress import Progress
-from searchsvc.driver.run import code_path
 from searchsvc.errors import ObjectiveError
+from searchsvc.provenance import code_path
 from searchsvc.spec import StudySpec
 from searchsvc.store import Store, searchsvc_home
 from searchsvc.worker.objective import resolve_objective, search_paths_for

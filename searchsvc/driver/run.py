@@ -27,6 +27,7 @@ from searchsvc.core import (
 from searchsvc.core.judging import is_search_trial, study_counts, study_end
 from searchsvc.driver.progress import Progress
 from searchsvc.errors import ConflictError, NotFoundError, RunnerError
+from searchsvc.provenance import code_path
 from searchsvc.searchers import Observation, PopulationSchedule, Searcher, create_searcher
 from searchsvc.searchers.base import Proposal
 from searchsvc.searchers.repeats import (
@@ -444,12 +445,6 @@ def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
         yield
     finally:
         ray.shutdown()
-
-
-def code_path(study: StudyRecord) -> str | None:
-    """Where the study's uploaded code bundle lies, if it has one."""
-    code = study.provenance.get("code") or {}
-    return str(code["path"]) if code.get("path") else None
 
 
 def _driver_info() -> dict[str, Any]:

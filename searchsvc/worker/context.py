@@ -4,6 +4,9 @@ around the objective. Plain Python: usable and testable without Ray."""
 from __future__ import annotations
 
 import numbers
+import os
+import random
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,3 +61,20 @@ def returned_metrics(returned: Any, metric: str) -> dict[str, Any]:
         f"the objective returned {type(returned).__name__}; return None (after reporting with "
         f"ray.tune.report), a number (the metric {metric!r}) or a dict of metrics"
     )
+
+
+def seed_trial(seed: int | None = None) -> int:
+    """Seed Python, NumPy and (if imported) PyTorch with ``seed`` or the trial's seed, as each
+    trial does before its objective runs (preflight too); returns the seed."""
+    seed = current().seed if seed is None else seed
+    random.seed(seed)
+    os.environ["PYTHONHASHSEED"] = str(seed)
+    if "numpy" in sys.modules:
+        import numpy as np
+
+        np.random.seed(seed % (2**32))
+    if "torch" in sys.modules:
+        import torch
+
+        torch.manual_seed(seed)
+    return seed

@@ -18,9 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from searchsvc.worker.context import TrialContext, current, set_current, split_config
+from searchsvc.worker.context import TrialContext, current, seed_trial, set_current, split_config
 from searchsvc.worker.objective import resolve_objective
-from searchsvc.worker.sdk import seed_everything
 
 OVERFIT_STEPS = 30  # calls of the objective's overfit_step under preflight
 
@@ -103,7 +102,7 @@ def probe(config: dict[str, Any], settings: Any, steps: int, submitted_at: float
             try:
                 backend = settings.backend(settings.objective, paths, settings.metric,
                                            settings.max_steps, dict(settings.backend_options))
-                seed_everything()
+                seed_trial()
                 backend.run(user_config)
                 returned = True
             except _Enough:
@@ -121,7 +120,7 @@ def probe(config: dict[str, Any], settings: Any, steps: int, submitted_at: float
                     seed=int(meta.get("seed", 0)), max_steps=settings.max_steps,
                     metric=settings.metric, mode=settings.mode, keep_checkpoints=False,
                     reporter=_stop))
-                seed_everything()
+                seed_trial()
                 settings.backend(settings.objective, paths, settings.metric,
                                  settings.max_steps, dict(settings.backend_options)
                                  ).run(user_config)

@@ -3,15 +3,12 @@ checkpoint save/restore. A plain Ray Tune function trainable needs none of them.
 
 from __future__ import annotations
 
-import os
-import random
-import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from searchsvc.worker.context import TELEMETRY_KEY, TrialContext, current
+from searchsvc.worker.context import TELEMETRY_KEY, TrialContext, current, seed_trial
 
 STATE_FILE = "state.pt"
 T = TypeVar("T")
@@ -29,18 +26,7 @@ def max_steps(default: int) -> int:
 
 def seed_everything(seed: int | None = None) -> int:
     """Seed Python, NumPy and (if imported) PyTorch with ``seed`` or the trial's seed."""
-    seed = current().seed if seed is None else seed
-    random.seed(seed)
-    os.environ["PYTHONHASHSEED"] = str(seed)
-    if "numpy" in sys.modules:
-        import numpy as np
-
-        np.random.seed(seed % (2**32))
-    if "torch" in sys.modules:
-        import torch
-
-        torch.manual_seed(seed)
-    return seed
+    return seed_trial(seed)
 
 
 def device() -> Any:

@@ -7,8 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from searchsvc.worker.context import TrialContext, set_current, split_config
-from searchsvc.worker.sdk import seed_everything
+from searchsvc.worker.context import TrialContext, seed_trial, set_current, split_config
 from searchsvc.worker.telemetry import Telemetry
 
 
@@ -52,7 +51,7 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
         backend = settings.backend(
             settings.objective, settings.search_paths, settings.metric, settings.max_steps,
             dict(settings.backend_options))
-        seed_everything()
+        seed_trial()
         backend.run(user_config)
     finally:
         set_current(None)
