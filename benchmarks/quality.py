@@ -193,6 +193,11 @@ METHODS: dict[str, tuple[Callable[[Problem, int, int], float], str | None]] = {
     "hyperopt TPE (fmin)": (hyperopt_best, None),
     "searchsvc bayesian hyperopt": (_searchsvc("bayesian", "{sampler: hyperopt}"),
                                     "hyperopt TPE (fmin)"),
+    "searchsvc keras_tuner random": (_searchsvc("keras_tuner", "{oracle: random}"),
+                                     "NumPy random"),
+    # KerasTuner's Bayesian oracle, against its own random oracle (it should do better)
+    "searchsvc keras_tuner bayesian": (_searchsvc("keras_tuner", "{oracle: bayesian}"),
+                                       "searchsvc keras_tuner random"),
 }
 
 

@@ -3,13 +3,11 @@ learn from what they are told, and are rebuilt from the store on resume."""
 
 from __future__ import annotations
 
-import statistics
-
 import pytest
 
 from objectives.synthetic import branin_value
 from searchsvc.searchers import Observation, create_searcher
-from searchsvc.searchers.sequential import best_so_far, run_sequential
+from searchsvc.searchers.sequential import run_sequential
 from searchsvc.spec import parse_spec
 
 # Minutes of model fitting in all (no Ray): started early by the parallel workers.
@@ -55,12 +53,23 @@ def test_proposals_stay_in_the_space_and_keep_roles(oracle: str) -> None:
     assert [len(o.trials) for o in s.oracles] == [6, 6]
 
 
-def test_bayesian_oracle_beats_its_random_oracle_on_branin() -> None:
-    def median(oracle: str) -> float:
-        return statistics.median(best_so_far(run_sequential(searcher(oracle, 30, seed), branin),
-                                             "min") for seed in range(3))
+@pytest.mark.parametrize("oracle", ["random", "bayesian"])
+def test_the_bayesian_oracle_proposes_from_the_scores_it_was_told(oracle: str) -> None:
+    # Two runs with one seed, told opposite scores for the same first proposals: the Bayesian
+    # oracle's model-based proposals (after its 2 initial points per arm) follow the scores, the
+    # random oracle's do not. Whether that finds better configs is a quality claim, measured over
+    # seeds against the random oracle in benchmarks/quality.py --methods keras_tuner.
+    def configs(sign: float) -> list[dict]:
+        return [o.config for o in run_sequential(searcher(oracle, trials=12),
+                                                 lambda c: sign * branin(c))]
 
-    assert median("bayesian") < median("random")
+    told_branin, told_opposite = configs(1.0), configs(-1.0)
+    assert told_branin[:4] == told_opposite[:4]  # the initial points, before any score
+    if oracle == "random":
+        assert told_branin == told_opposite
+    else:
+        # (a proposal may still coincide: with a few points the acquisition can peak alike)
+        assert told_branin[4:] != told_opposite[4:]
 
 
 def test_a_resumed_oracle_learns_the_trials_of_the_earlier_run() -> None:
