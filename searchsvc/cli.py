@@ -7,6 +7,7 @@ and the process exits with the error's exit code (2 for a bad study file).
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -46,11 +47,17 @@ ServerOpt = Annotated[str | None, typer.Option(
     "--server", envvar="SEARCHSVC_SERVER", help="URL of a searchsvc server.")]
 TokenOpt = Annotated[str | None, typer.Option(
     "--token", envvar="SEARCHSVC_TOKEN", help="API token for the server.")]
+OutageOpt = Annotated[float | None, typer.Option(
+    "--store-outage", envvar="SEARCHSVC_STORE_OUTAGE", min=0,
+    help="Seconds a run rides through an unreachable store (a database restart or failover), "
+    "retrying, before it stops with exit code 7 [default: 120; 0: stop at the first failure].")]
 ResultsOpt = Annotated[Path | None, typer.Option(
     "--results", help="Folder for results (default: $SEARCHSVC_HOME/results).")]
 
 
-def _store(storage: str | None) -> Store:
+def _store(storage: str | None, store_outage: float | None = None) -> Store:
+    if store_outage is not None:  # also for the study drivers a service starts
+        os.environ["SEARCHSVC_STORE_OUTAGE"] = f"{store_outage:g}"
     return open_store(storage)
 
 
@@ -87,6 +94,7 @@ def run(
     spec: Annotated[Path, typer.Argument(help="The study file.")],
     address: AddressOpt = None,
     storage: StorageOpt = None,
+    store_outage: OutageOpt = None,
     results: ResultsOpt = None,
     overwrite: Annotated[bool, typer.Option(
         "--overwrite", help="Replace an existing study of the same name.")] = False,
@@ -106,7 +114,7 @@ def run(
     parsed = usecases.validate(spec)
     options = RunOptions(address=address, results_root=results, num_cpus=num_cpus,
                          verbose=verbose)
-    _print_run(usecases.run(parsed, _store(storage), options, overwrite=overwrite,
+    _print_run(usecases.run(parsed, _store(storage, store_outage), options, overwrite=overwrite,
                             preflight=not no_preflight, on_preflight=_print_preflight))
 
 
@@ -148,6 +156,7 @@ def resume(
     study: Annotated[str, typer.Argument(help="Name of the study to continue.")],
     address: AddressOpt = None,
     storage: StorageOpt = None,
+    store_outage: OutageOpt = None,
     num_cpus: Annotated[int | None, typer.Option("--num-cpus")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
     no_preflight: Annotated[bool, typer.Option(
@@ -159,8 +168,8 @@ def resume(
     from searchsvc.driver import RunOptions
 
     options = RunOptions(address=address, num_cpus=num_cpus, verbose=verbose)
-    _print_run(usecases.resume(study, _store(storage), options, preflight=not no_preflight,
-                               on_preflight=_print_preflight))
+    _print_run(usecases.resume(study, _store(storage, store_outage), options,
+                               preflight=not no_preflight, on_preflight=_print_preflight))
 
 
 def run_summary(outcome: RunOutcome, front: list[int] | None = None) -> list[str]:
@@ -468,6 +477,7 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     storage: StorageOpt = None,
+    store_outage: OutageOpt = None,
     allow_objectives: Annotated[str, typer.Option(
         "--allow-objectives", help="Comma-separated module prefixes submitted studies may "
         "name as objective.")] = "objectives.",
@@ -499,7 +509,7 @@ def serve(
     from searchsvc.service.scheduler import StudyScheduler
     from searchsvc.store import searchsvc_home
 
-    store = _store(storage)
+    store = _store(storage, store_outage)
     prefixes = tuple(p.strip() for p in allow_objectives.split(",") if p.strip())
     scheduler = StudyScheduler(store, address=address, max_running=max_running,
                                num_cpus=num_cpus, logs=searchsvc_home() / "service-logs")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ from searchsvc.analysis.schedulers import Exploit, Rung, lineage, rungs
 from searchsvc.analysis.summary import StudySummary, summarize
 from searchsvc.analysis.telemetry import StudyTelemetry, study_telemetry
 from searchsvc.analysis.trials import search_trials
-from searchsvc.core import StudyRecord, TrialEvent, TrialRecord
+from searchsvc.core import EVENT_STORE_OUTAGE, StudyRecord, TrialEvent, TrialRecord
 from searchsvc.core.judging import ranked as best_ranked
 from searchsvc.spec import StudySpec
 
@@ -84,9 +85,25 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
                         f"{comparison.detail}.")
     telemetry = study_telemetry(trials, spec.resources.gpu)
     findings += [d + "." for d in telemetry.findings]
+    findings += outage_findings(events)
     return StudyAnalysis(summary, tuple(boundaries), tuple(isolation), tuple(curves),
                          importance, tuple(rungs(search, events)), tuple(lineage(events)),
                          tuple(findings), next_study, noise, comparison, objectives, telemetry)
+
+
+def outage_findings(events: Sequence[TrialEvent]) -> list[str]:
+    """One line on the store outages the run rode through (none: nothing to say)."""
+    outages = [e for e in events if e.kind == EVENT_STORE_OUTAGE]
+    if not outages:
+        return []
+    longest = max(outages, key=lambda e: float(e.data.get("seconds", 0.0)))
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(
+        longest.data.get("started", longest.recorded_at))))
+    times = "once" if len(outages) == 1 else f"{len(outages)} times"
+    return [f"The store was unreachable {times} while the study ran (longest "
+            f"{float(longest.data.get('seconds', 0.0)):.1f} s, from {when}: "
+            f"{longest.data.get('error', 'unknown error')}); the run retried and every result "
+            "was written once it was back."]
 
 
 def _objective_findings(pareto: ParetoAnalysis) -> list[str]:

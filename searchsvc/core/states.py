@@ -33,11 +33,19 @@ class TrialState(StrEnum):
 
 
 class EventKind(StrEnum):
-    """What a scheduler (or Ray Tune's retry) did to a running trial."""
+    """What a scheduler (or Ray Tune's retry) did to a running trial, or what happened to the
+    whole study (recorded with trial number :data:`STUDY_EVENT`)."""
 
     STOPPED_EARLY = "stopped_early"  # data: rung, cutoff, value
     EXPLOIT = "exploit"  # data: parent (trial number), parent_step, old_config, new_config
     RETRIED = "retried"  # data: error (its last lines), failures, timed_out
+    # The store was unreachable and the run rode through it: data: started (epoch seconds),
+    # seconds, error (the first failure)
+    STORE_OUTAGE = "store_outage"
+
+
+# The trial number of an event about the whole study rather than one trial.
+STUDY_EVENT = -1
 
 
 FINISHED_TRIAL_STATES = frozenset({TrialState.COMPLETED, TrialState.PRUNED, TrialState.FAILED,
@@ -60,3 +68,4 @@ TRIAL_STATES = tuple(TrialState)
 EVENT_STOPPED_EARLY = EventKind.STOPPED_EARLY
 EVENT_EXPLOIT = EventKind.EXPLOIT
 EVENT_RETRIED = EventKind.RETRIED
+EVENT_STORE_OUTAGE = EventKind.STORE_OUTAGE

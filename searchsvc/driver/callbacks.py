@@ -232,25 +232,42 @@ class StoreCallback(PicklesDetached, tune.Callback):
 
     def write_results(self) -> None:
         """Write every result received and not yet stored (one transaction)."""
-        with self.store.transaction():
-            for state in self.running.values():
-                self._write(state)
+        states = list(self.running.values())
+
+        def write() -> None:
+            for state in states:
+                self._store_pending(state)
+
+        self.store.atomically(write)
+        for state in states:
+            self._written(state)
         self.unwritten_since = None
         self._track()
 
     def _write(self, state: _Running) -> None:
+        """Store the results ``state`` received since its last write (retried whole through a
+        store outage; kept in memory until they are in)."""
+        self.store.atomically(lambda: self._store_pending(state))
+        self._written(state)
+
+    def _store_pending(self, state: _Running) -> None:
+        """The store calls that write ``state``'s unwritten results; nothing else, so that a
+        store riding through an outage may run them again."""
         if state.unwritten:
             self.store.record_measurements(state.trial_id, state.attempt, self.mode,
                                            state.unwritten)
-            if self.trackers and state.record is not None:
-                now = time.time()
-                self.tracked.append((state.record, [
-                    Measurement(step, value, metrics, state.attempt, now, telemetry)
-                    for step, value, metrics, telemetry in state.unwritten]))
-            state.unwritten = []
         if state.node is not None:
             self.store.set_trial_node(state.trial_id, state.node)
-            state.node = None
+
+    def _written(self, state: _Running) -> None:
+        """``state``'s pending results are in the store: hand them to the trackers, forget
+        them."""
+        if state.unwritten and self.trackers and state.record is not None:
+            now = time.time()
+            self.tracked.append((state.record, [
+                Measurement(step, value, metrics, state.attempt, now, telemetry)
+                for step, value, metrics, telemetry in state.unwritten]))
+        state.unwritten, state.node = [], None
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         state = self.running.pop(trial.trial_id, None)
@@ -308,11 +325,17 @@ class StoreCallback(PicklesDetached, tune.Callback):
 
     def interrupt_all(self) -> None:
         """Mark every trial still running as interrupted (the run is being stopped)."""
-        with self.store.transaction():
-            for state in self.running.values():
-                self._write(state)
+        states = list(self.running.values())
+
+        def interrupt() -> None:
+            for state in states:
+                self._store_pending(state)
                 self.store.finish_trial(state.trial_id, TRIAL_INTERRUPTED,
                                         error="the study was stopped while this trial ran")
+
+        self.store.atomically(interrupt)
+        for state in states:
+            self._written(state)
         self._track()
         for state in self.running.values():
             self.progress.trial_finished(state.number, TRIAL_INTERRUPTED)
@@ -322,11 +345,15 @@ class StoreCallback(PicklesDetached, tune.Callback):
 
     def _finish(self, trial: Any, state: _Running, end: Outcome) -> None:
         outcome, error = end.state, end.error
-        with self.store.transaction():  # its last results and its end, together
-            self._write(state)
+        checkpoints = _checkpoint_dirs(trial)
+
+        def finish() -> None:  # its last results and its end, together
+            self._store_pending(state)
             self.store.finish_trial(state.trial_id, outcome, error=error,
-                                    checkpoints=_checkpoint_dirs(trial),
-                                    final_metrics=state.final)
+                                    checkpoints=checkpoints, final_metrics=state.final)
+
+        self.store.atomically(finish)
+        self._written(state)
         self._track()
         self._track_end(state, outcome, error)
         self.progress.trial_finished(

@@ -105,11 +105,14 @@ def _store_trial(spec: StudySpec, study: StudyRecord, store: Store, progress: Pr
     rows = [(step, logs.get(spec.metric), logs) for step, logs in enumerate(trial.epochs, 1)]
     end = searched_trial_end(spec, trial)
     outcome = trial_outcome(end)
-    with store.transaction():
+
+    def finish() -> None:  # its results and its end, together
         if rows:
             store.record_measurements(record.id, record.attempts, spec.mode, rows)
         store.finish_trial(record.id, outcome.state, error=outcome.error,
                            final_metrics=end.final_metrics)
+
+    store.atomically(finish)
     for _, value, _ in rows:
         progress.trial_result(trial.number, value if is_finite_number(value) else None)
     progress.trial_finished(trial.number, outcome.state, final_metrics=end.final_metrics)

@@ -42,6 +42,7 @@ class Progress:
         self.live_mode = self.console.is_terminal if live is None else live
         self._live: Live | None = None
         self._started = False
+        self.store_down: float | None = None  # seconds the store has been unreachable
 
     def _judge(self) -> None:
         # Only an ended trial changes the counts or the best: judged then, not on every refresh.
@@ -96,6 +97,22 @@ class Progress:
         """Show a warning (above the live line on a terminal)."""
         self.console.print(f"warning: {message}", markup=False)
 
+    def store_outage(self, seconds: float, *, ended: bool, window_s: float, error: str
+                     ) -> None:
+        """The store has been unreachable for ``seconds`` (``ended``: it is back): the line
+        says so while it lasts; without a live line, its start and end are printed."""
+        if ended:
+            self.store_down = None
+            if self._live is None:
+                self.console.print(f"store back after {seconds:.0f} s: results written",
+                                   markup=False)
+        else:
+            if self.store_down is None and self._live is None:
+                self.console.print(f"warning: store unreachable ({error}); retrying for up to "
+                                   f"{window_s:g} s, trials go on", markup=False)
+            self.store_down = seconds
+        self._refresh()
+
     def trial_started(self, number: int) -> None:
         self.running.add(number)
         self._refresh()
@@ -133,4 +150,6 @@ class Progress:
 
     def _line(self) -> Text:
         elapsed = time.monotonic() - self.started_at
-        return Text(f"{self.study}: {self._counts()} · {elapsed:.0f}s")
+        down = ("" if self.store_down is None
+                else f" · store unreachable, retrying ({self.store_down:.0f} s)")
+        return Text(f"{self.study}: {self._counts()} · {elapsed:.0f}s{down}")

@@ -25,6 +25,7 @@ from searchsvc.core import (
     TrialRecord,
 )
 from searchsvc.core.judging import is_search_trial, study_counts, study_end
+from searchsvc.driver.outages import watch_outages
 from searchsvc.driver.progress import Progress
 from searchsvc.errors import ConflictError, NotFoundError, RunnerError
 from searchsvc.provenance import code_path
@@ -167,6 +168,7 @@ def run_study(name: str, store: Store, options: RunOptions, *,
     # Ray only for trials to run: a finished search whose repeats all ran needs none.
     started_ray = bool(pending) or any(
         p.number not in finished for p in _repeat_plan(spec, store, name, searcher, noise))
+    stop_watching = watch_outages(store, study.id, progress)
     try:
         if pending and backend.runs_own_search:
             from searchsvc.driver.own_search import run_own_search
@@ -191,6 +193,7 @@ def run_study(name: str, store: Store, options: RunOptions, *,
         if callback is not None:
             callback.interrupt_all()
         store.interrupt_running_trials(study.id)
+        stop_watching()
         if started_ray:
             progress.stop()
     done = {t.number for t in store.get_trials(name) if t.finished}

@@ -120,7 +120,11 @@ def create_app(store: Store, config: ServiceConfig | None = None,
 
     @app.get("/health")
     def health() -> dict[str, str]:
-        return {"status": "ok", "version": __version__}
+        """``degraded`` while the store is unreachable: the service and its running studies
+        ride through it (retrying), requests that need the store wait or fail with 503."""
+        down = store.unreachable()
+        return {"status": "degraded" if down else "ok", "version": __version__,
+                "store": f"unreachable: {down}" if down else "ok"}
 
     # The handler reads the raw body, so FastAPI cannot describe it: declared here, clients
     # and the OpenAPI fuzz test (tests/service/test_openapi_fuzz.py) see what to send.

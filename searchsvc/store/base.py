@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from searchsvc.core import Constraint, Curve, StudyRecord, TokenGrant, TrialEvent, TrialRecord
+
+T = TypeVar("T")
 
 # (step, value, metrics) or (step, value, metrics, telemetry)
 MeasurementRow = (tuple[int, "float | None", Mapping[str, Any]]
@@ -65,8 +67,21 @@ class Store(ABC):
     def transaction(self) -> AbstractContextManager[None]:
         """Make the calls this thread makes inside the block one transaction (all or none)."""
 
+    def atomically(self, operation: Callable[[], T]) -> T:
+        """Run ``operation`` (store calls, nothing else that must not happen twice) as one
+        transaction and return its result. A store that rides through outages runs it again
+        when the database failed before the commit; a caller changes its own state only after
+        this returns."""
+        with self.transaction():
+            return operation()
+
     def close(self) -> None:  # noqa: B027 - optional for implementations
         """Release connections (nothing to do by default)."""
+
+    def unreachable(self) -> str | None:
+        """Why the store cannot be reached right now, asked once without retrying (None: it
+        can; a health check's question)."""
+        return None
 
     # -- studies --
     @abstractmethod

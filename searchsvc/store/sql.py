@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 import os
 import secrets
 import threading
 import time
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from sqlalchemy import Table, case, create_engine, delete, event, func, insert, select, update
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
 from searchsvc.core import (
@@ -45,27 +47,65 @@ from searchsvc.store.base import (
     token_hash,
 )
 from searchsvc.store.base import MeasurementRow as MeasurementItem
+from searchsvc.store.outage import OutageWatch, is_transient
 from searchsvc.store.schema import EventRow, MeasurementRow, StudyRow, TokenRow, TrialRow
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 StudySummary = tuple[StudyCounts, "float | None"]  # a study's counts and best value
+R = TypeVar("R")
+# The key of the PostgreSQL advisory lock migrations run under (any constant of this database)
+MIGRATION_LOCK_KEY = 0x5EA2C45C
 
 
 def migrate(engine: Engine) -> None:
-    """Bring the database's schema to the newest migration. A database created before searchsvc
-    used migrations (tables, no ``alembic_version``) is first stamped with the baseline."""
+    """Bring the database's schema to the newest migration, under a lock (a file beside an
+    SQLite database, an advisory lock on PostgreSQL), so that processes opening one new store at
+    once migrate it once and all succeed. A database created before searchsvc used migrations
+    (tables, no ``alembic_version``) is first stamped with the baseline."""
+    with _migration_lock(engine), engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            # Held to the end of this transaction; the others wait here, then find it migrated.
+            connection.execute(select(func.pg_advisory_xact_lock(MIGRATION_LOCK_KEY)))
+        _upgrade(connection)
+
+
+def _upgrade(connection: Any) -> None:
     from alembic import command
     from alembic.config import Config
     from sqlalchemy import inspect
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        tables = set(inspect(connection).get_table_names())
-        if "studies" in tables and "alembic_version" not in tables:
-            command.stamp(config, "0001")
-        command.upgrade(config, "head")
+    config.attributes["connection"] = connection
+    tables = set(inspect(connection).get_table_names())
+    if "studies" in tables and "alembic_version" not in tables:
+        command.stamp(config, "0001")
+    command.upgrade(config, "head")
+
+
+@contextmanager
+def _migration_lock(engine: Engine) -> Iterator[None]:
+    """A lock file beside an SQLite database file (nothing for other databases: they lock in
+    the migration's own transaction)."""
+    database = engine.url.database if engine.dialect.name == "sqlite" else None
+    if not database or database == ":memory:":
+        yield
+        return
+    from filelock import FileLock
+
+    with FileLock(f"{Path(database).expanduser()}.migrate.lock"):
+        yield
+
+
+def _riding_outages(method: Callable[..., R]) -> Callable[..., R]:
+    """Run a store method through the store's outage watch: retried whole on transient
+    failures (a call inside an ``atomically`` block is retried with its block instead)."""
+    @functools.wraps(method)
+    def call(self: SqlStore, *args: Any, **kwargs: Any) -> R:
+        if getattr(self._open, "session", None) is not None:
+            return method(self, *args, **kwargs)
+        return self._ride(lambda: method(self, *args, **kwargs))
+    return call
 
 
 def searchsvc_home() -> Path:
@@ -91,15 +131,37 @@ class SqlStore(Store):
     """The store in a SQL database through SQLAlchemy: SQLite (embedded, the default) or
     PostgreSQL (production). The schema is migrated with Alembic on open."""
 
-    def __init__(self, url: str | None = None):
+    def __init__(self, url: str | None = None, *, outage_s: float | None = None):
+        """``outage_s``: how long a store operation retries a database that went away (a
+        restart, a failover, a lock held by another writer) before it fails; default
+        ``$SEARCHSVC_STORE_OUTAGE`` or 120 s, 0 for no retries."""
         self.url = url or default_storage_url()
         self.engine = self._engine(self.url)
         self._sessions = sessionmaker(self.engine, expire_on_commit=False)
         self._open = threading.local()  # the session of this thread's transaction() block
+        self.outage = OutageWatch(outage_s)
         try:
-            migrate(self.engine)
+            self.outage.call(lambda: migrate(self.engine))
         except SQLAlchemyError as exc:
             raise StoreError(f"cannot open the store at {self._safe_url()}: {exc}") from None
+
+    def _ride(self, operation: Callable[[], R]) -> R:
+        """``operation`` retried through outages; a failure past the window (or one no retry
+        gets past) becomes :class:`StoreError`."""
+        try:
+            return self.outage.call(operation)
+        except DBAPIError as exc:
+            if not is_transient(exc):
+                raise
+            waited = (f" (still failing after {self.outage.window_s:g} s of retries; "
+                      f"SEARCHSVC_STORE_OUTAGE sets how long)" if self.outage.window_s else "")
+            raise StoreError(f"store {self._safe_url()} failed: {exc.orig}{waited}") from None
+
+    def atomically(self, operation: Callable[[], R]) -> R:
+        def once() -> R:
+            with self.transaction():
+                return operation()
+        return self._ride(once)
 
     @staticmethod
     def _engine(url: str) -> Engine:
@@ -139,20 +201,23 @@ class SqlStore(Store):
         try:
             yield session
             session.commit()
-        except (ConflictError, NotFoundError):
-            session.rollback()
-            raise
-        except OperationalError as exc:
-            session.rollback()
-            raise StoreError(f"store {self._safe_url()} failed: {exc.orig}") from None
         except BaseException:
-            session.rollback()
+            with contextlib.suppress(SQLAlchemyError):  # a lost connection has nothing to undo
+                session.rollback()
             raise
         finally:
             session.close()
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def unreachable(self) -> str | None:
+        try:
+            with self.engine.connect() as connection:
+                connection.execute(select(1))
+        except SQLAlchemyError as exc:
+            return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:300]
+        return None
 
     # -- studies -------------------------------------------------------------------------------
 
@@ -263,6 +328,9 @@ class SqlStore(Store):
                     repeat_of=repeat_of,
                 )
                 s.add(row)
+            elif (self.outage.retrying() and row.state == TRIAL_RUNNING
+                  and (row.started_at or 0.0) >= self.outage.first_try_at()):
+                pass  # the failed try committed this very start: not one attempt more
             elif row.state in FINISHED_TRIAL_STATES:
                 raise ConflictError(f"trial {number} of study {study_id} already finished "
                                     f"({row.state}); it is never run twice")
@@ -305,7 +373,10 @@ class SqlStore(Store):
                                else_=trial.c.last_step)))
             if not found.rowcount:  # type: ignore[attr-defined]
                 raise NotFoundError(f"no trial with id {trial_id}")
-            s.execute(insert(cast(Table, MeasurementRow.__table__)), rows)
+            if self.outage.retrying():  # the failed try may have committed: add what it did not
+                rows = self._not_yet_stored(s, trial_id, attempt, rows)
+            if rows:
+                s.execute(insert(cast(Table, MeasurementRow.__table__)), rows)
             if best_found is not None:
                 best_step, best = best_found
                 better = (trial.c.best_value > best) if mode == "min" else (
@@ -313,6 +384,17 @@ class SqlStore(Store):
                 s.execute(update(trial).where(
                     trial.c.id == trial_id, trial.c.best_value.is_(None) | better,
                 ).values(best_value=best, best_step=best_step))
+
+    @staticmethod
+    def _not_yet_stored(s: Session, trial_id: int, attempt: int, rows: list[dict[str, Any]]
+                        ) -> list[dict[str, Any]]:
+        """The rows of ``rows`` the store does not hold yet (same step and metrics). A step may
+        legitimately come twice (PBT restores a checkpoint of an earlier step), so only a
+        retried write compares: never a fresh one."""
+        stored = set(s.execute(select(MeasurementRow.step, MeasurementRow.metrics).where(
+            MeasurementRow.trial_id == trial_id, MeasurementRow.attempt == attempt,
+            MeasurementRow.step.in_({r["step"] for r in rows}))).all())
+        return [r for r in rows if (r["step"], r["metrics"]) not in stored]
 
     def discard_measurements(self, trial_id: int, attempt: int, from_step: int, mode: str
                              ) -> None:
@@ -403,10 +485,16 @@ class SqlStore(Store):
     def record_event(self, study_id: int, number: int, kind: str, *,
                      step: int | None = None, data: Mapping[str, Any] | None = None) -> None:
         """Record what a scheduler did to trial ``number`` (see ``EventKind``)."""
+        text = jsonutil.dumps(dict(data or {}))
         with self._session() as s:
             self._check_study_id(s, study_id)
+            if self.outage.retrying() and s.scalars(select(EventRow.id).where(
+                    EventRow.study_id == study_id, EventRow.trial_number == number,
+                    EventRow.kind == kind, EventRow.step == step, EventRow.data == text,
+                    EventRow.recorded_at >= self.outage.first_try_at())).first() is not None:
+                return  # the failed try committed it
             s.add(EventRow(study_id=study_id, trial_number=number, kind=kind, step=step,
-                           data=jsonutil.dumps(dict(data or {})), recorded_at=time.time()))
+                           data=text, recorded_at=time.time()))
 
     def get_events(self, study_name: str, *, kind: str | None = None) -> list[TrialEvent]:
         """The study's trial events in the order they happened."""
@@ -501,6 +589,9 @@ _TRIAL_COLUMNS = ("id", "study_id", "number", "state", "config", "arm", "seed", 
                   "error", "started_at", "finished_at", "best_value", "best_step", "last_step",
                   "node", "checkpoints", "repeat_of", "final_metrics")
 
+
+for _name in Store.__abstractmethods__ - {"transaction"}:
+    setattr(SqlStore, _name, _riding_outages(getattr(SqlStore, _name)))
 
 def _trial_record_of(row: tuple[Any, ...], config: Any, arm: Any,
                      measurements: tuple[Measurement, ...]) -> TrialRecord:

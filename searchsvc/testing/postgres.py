@@ -9,9 +9,12 @@ import os
 import shlex
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 # The server's settings: loopback only, and no waiting on the disk (its data is thrown away).
 SERVER_OPTIONS = ("-c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
@@ -30,11 +33,42 @@ def find_pg_ctl() -> str:
                        "machine: install Debian's postgresql package (or put pg_ctl on PATH)")
 
 
+@dataclass
+class PrivateServer:
+    """A running private server: the URL of its ``postgres`` database, and what an operator
+    does to it (the reliability tests restart it under a running study)."""
+
+    url: str
+    executor: Any
+
+    def stop(self) -> None:
+        """Stop it as ``pg_ctl stop -m fast`` does: sessions are cut at once."""
+        self.executor.stop()
+
+    def start(self) -> None:
+        self.executor.start()
+
+    def restart(self, down_s: float = 1.0) -> None:
+        """Stop it, keep it down ``down_s`` seconds, start it again (a minor-version upgrade,
+        a failover or a configuration change, as clients see it)."""
+        self.stop()
+        time.sleep(down_s)
+        self.start()
+
+
 @contextmanager
 def private_server() -> Iterator[str]:
+    """A PostgreSQL server of its own (:func:`running_server`); yields the URL of its
+    ``postgres`` database."""
+    with running_server() as server:
+        yield server.url
+
+
+@contextmanager
+def running_server() -> Iterator[PrivateServer]:
     """A PostgreSQL server of its own in a new temporary folder, on a free port of 127.0.0.1
-    and a unix socket in that folder, stopped and deleted afterwards; yields the URL of its
-    ``postgres`` database (superuser ``postgres``, trust authentication).
+    and a unix socket in that folder, stopped and deleted afterwards; yields it (the URL of its
+    ``postgres`` database: superuser ``postgres``, trust authentication).
 
     ``initdb`` refuses to run as root, so under root the server's commands run as the
     ``postgres`` system user (``runuser``), in a folder that user owns."""
@@ -64,9 +98,11 @@ def private_server() -> Iterator[str]:
             raise RuntimeError(f"the private PostgreSQL server ({binary}) did not start: "
                                f"{type(exc).__name__}: {exc}\n{tail}") from exc
         try:
-            yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+            yield PrivateServer(f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres",
+                                server)
         finally:
-            server.stop()
+            with suppress(Exception):  # already stopped by its user
+                server.stop()
     finally:
         shutil.rmtree(folder, ignore_errors=True)
         if wrapper_folder is not None:
@@ -105,4 +141,4 @@ def fresh_database(server_url: str, name: str) -> Iterator[str]:
         admin.dispose()
 
 
-__all__ = ["find_pg_ctl", "fresh_database", "private_server"]
+__all__ = ["PrivateServer", "find_pg_ctl", "fresh_database", "private_server", "running_server"]
