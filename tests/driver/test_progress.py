@@ -32,3 +32,20 @@ def test_a_study_resumed_mid_repeat_announces_them_at_its_first_start() -> None:
     progress.stop()
     assert "10 trials, 8 already finished" in stream.getvalue()
     assert "seed repeats: 2 trials" in stream.getvalue()
+
+
+def test_a_store_outage_shows_while_it_lasts_and_its_end_is_said() -> None:
+    stream = io.StringIO()
+    progress = Progress("s", 10, "loss", "min", stream=stream, live=False)
+    progress.start()
+    progress.store_outage(0.4, ended=False, window_s=120, error="connection refused")
+    progress.store_outage(6.2, ended=False, window_s=120, error="connection refused")
+    assert "store unreachable, retrying (6 s)" in progress._line().plain
+    progress.store_outage(7.0, ended=True, window_s=120, error="connection refused")
+    assert "store unreachable" not in progress._line().plain
+    progress.stop()
+    text = stream.getvalue()
+    # without a live line: the outage's start once (with the window), then its end
+    assert text.count("warning: store unreachable (connection refused); retrying for up to "
+                      "120 s, trials go on") == 1
+    assert "store back after 7 s: results written" in text
