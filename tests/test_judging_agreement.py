@@ -1,11 +1,12 @@
 """Every surface agrees on a study's best and its counts (docs/DESIGN.md, "What every surface
 reports"). One study is planted straight into a SQLite store (no Ray): completed, pruned,
-failed, infeasible and interrupted search trials, a completed trial that violates the study's
-constraint, and seed repeats that beat every search trial. Its best is trial 0's 0.3 (the only
-better search values come from trials that failed, diverged, were interrupted or broke the
-bound), and its counts are the search trials' by state with the two repeats apart; the run's
-summary line, live progress, ``list``/``show``/``status``, the Python API (local and remote),
-REST, the web UI, report.json/md/html, trials.csv and the MLflow parent run all say so."""
+failed, infeasible and interrupted search trials, a trial infeasible by the study's
+constraint (its values kept), and seed repeats that beat every search trial. Its best is trial
+0's 0.3 (the only better search values come from trials that failed, diverged, were
+interrupted or broke the bound), and its counts are the search trials' by state with the two
+repeats apart; the run's summary line, live progress, ``list``/``show``/``status``, the Python
+API (local and remote), REST, the web UI, report.json/md/html, trials.csv and the MLflow parent
+run all say so."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ C, P, F, INF, X = (TrialState.COMPLETED, TrialState.PRUNED, TrialState.FAILED,
 TRIALS: dict[int, tuple[TrialState, list[float], float, int | None]] = {
     0: (C, [0.9, 0.3, 0.35], 50, None),  # the best: its best step, 0.3
     1: (P, [0.8, 0.4], 60, None),
-    2: (C, [0.5, 0.1], 500, None),  # over the memory bound
+    2: (INF, [0.5, 0.1], 500, None),  # over the memory bound: infeasible, values kept
     3: (F, [0.6, 0.05], 40, None),
     4: (INF, [0.04, math.nan], 40, None),
     5: (X, [0.02], 40, None),
@@ -58,7 +59,7 @@ TRIALS: dict[int, tuple[TrialState, list[float], float, int | None]] = {
     7: (C, [0.5, 0.015], 50, 0),
 }
 BEST, BEST_NUMBER = 0.3, 0
-SEARCH = {"completed": 2, "pruned": 1, "failed": 1, "infeasible": 1, "interrupted": 1}
+SEARCH = {"completed": 1, "pruned": 1, "failed": 1, "infeasible": 2, "interrupted": 1}
 REPEATS = {"completed": 2}
 ENDED = 7  # the interrupted trial has not finished: it runs again on resume
 TOKEN_USER = "ada"
@@ -128,7 +129,7 @@ def test_every_surface_agrees_on_the_best_and_the_counts(
         BEST, SEARCH, REPEATS)
     assert record.counts.ended == ENDED
     counts_text = record.counts.describe()
-    assert counts_text == ("2 completed, 1 pruned, 1 failed, 1 infeasible, 1 interrupted; "
+    assert counts_text == ("1 completed, 1 pruned, 1 failed, 2 infeasible, 1 interrupted; "
                            "2 seed repeats")
 
     # The summary line `run` and `resume` end with.
@@ -147,7 +148,7 @@ def test_every_surface_agrees_on_the_best_and_the_counts(
         progress.trial_finished(number, state, repeat_of=repeat_of,
                                 final_metrics={"memory_mb": memory})
     assert (progress.best, progress.best_trial.number) == (BEST, BEST_NUMBER)  # type: ignore[union-attr]
-    assert (progress.done, progress.failed) == (ENDED, 2)
+    assert (progress.done, progress.failed) == (ENDED, 3)  # failed or infeasible
     ended = {state: n for state, n in SEARCH.items() if state != "interrupted"}
     assert dict(progress.counts.search) == ended and dict(progress.counts.repeats) == REPEATS
 
@@ -161,7 +162,7 @@ def test_every_surface_agrees_on_the_best_and_the_counts(
     shown = runner.invoke(cli_app, ["show", NAME, "--storage", url])
     assert shown.exit_code == 0, shown.output
     assert f"best loss: {BEST:.6g}" in shown.output
-    assert ("trials: 2 completed, 1 pruned, 1 failed, 1 infeasible, 1 interrupted; "
+    assert ("trials: 1 completed, 1 pruned, 1 failed, 2 infeasible, 1 interrupted; "
             "2 seed repeats (of 8)") in shown.output
     first_row = re.search(r"│\s*(\d+)\s*│\s*([\d.]+)\s*│", shown.output)
     assert first_row and (int(first_row.group(1)), float(first_row.group(2))) == (
@@ -185,7 +186,7 @@ def test_every_surface_agrees_on_the_best_and_the_counts(
     assert number_in(r'<b id="progress">\s*(\d+)/8', page) == ENDED
     shown_counts = re.search(r'id="counts">([^<]*)<', page)
     assert shown_counts and shown_counts.group(1).strip() == (
-        "completed: 2, pruned: 1, failed: 1, infeasible: 1, interrupted: 1; seed repeats: 2")
+        "completed: 1, pruned: 1, failed: 1, infeasible: 2, interrupted: 1; seed repeats: 2")
     best_first = web.get(f"/ui/studies/{NAME}?sort=best", headers=auth).text
     assert re.findall(r'data-trial="(\d+)"', best_first)[:2] == ["0", "1"]
 
@@ -216,7 +217,7 @@ def test_every_surface_agrees_on_the_best_and_the_counts(
     assert {k: n for k, n in data["counts"].items() if n} == SEARCH
     assert data["repeat_counts"] == REPEATS
     md = files["md"].read_text()
-    assert "- trials: 8 of 8 (2 completed, 1 pruned, 1 failed, 1 infeasible, 1 interrupted; " \
+    assert "- trials: 8 of 8 (1 completed, 1 pruned, 1 failed, 2 infeasible, 1 interrupted; " \
            "2 seed repeats)" in md
     assert number_in(r"\| trial \| loss \|[^\n]*\n\|[^\n]*\n\| 0 \| ([\d.]+) \|", md) == BEST
     html = files["html"].read_text()

@@ -19,6 +19,7 @@ from searchsvc.analysis.boundary import BoundaryCheck, check_boundaries
 from searchsvc.analysis.isolation import Isolation, isolate
 from searchsvc.analysis.trials import arm_label, search_trials
 from searchsvc.core import TRIAL_COMPLETED, Constraint, Objective, TrialRecord, objective_values
+from searchsvc.core.judging import outside_constraints
 from searchsvc.core.objectives import violations
 from searchsvc.spec import StudySpec
 
@@ -91,20 +92,27 @@ def analyze_objectives(spec: StudySpec, trials: Sequence[TrialRecord], top_fract
 
 
 def objective_points(spec: StudySpec, trials: Sequence[TrialRecord]) -> list[ObjectivePoint]:
-    """The completed trials that reported every objective, by number."""
+    """The trials placed by their values (:func:`judged_on_values`) that reported every
+    objective, by number."""
     out = []
     for t in sorted(trials, key=lambda t: t.number):
         values = objective_values(spec.objectives, t.final_metrics)
-        if t.state != TRIAL_COMPLETED or values is None:
+        if not judged_on_values(t, spec.constraints) or values is None:
             continue
         out.append(ObjectivePoint(t.number, arm_label(t), values,
                                   violations(spec.constraints, t.final_metrics), t.config))
     return out
 
 
+def judged_on_values(trial: TrialRecord, constraints: Sequence[Constraint]) -> bool:
+    """Whether ``trial`` is placed by its values: it completed, or only its constraints made it
+    infeasible (then it is drawn, and counted, as an infeasible point)."""
+    return trial.state == TRIAL_COMPLETED or outside_constraints(trial, constraints)
+
+
 def constraint_summaries(spec: StudySpec, trials: Sequence[TrialRecord]
                          ) -> tuple[ConstraintSummary, ...]:
-    finished = [t for t in trials if t.state == TRIAL_COMPLETED]
+    finished = [t for t in trials if judged_on_values(t, spec.constraints)]
     out = []
     for c in spec.constraints:
         found = [c.violation(t.final_metrics) for t in finished]

@@ -7,7 +7,8 @@ the web UI, the report and the trackers all call these; none re-derives them.
   ranked config with a new seed to measure the noise; it is never a search trial.
 - **Outcome** (:func:`trial_outcome`): completed, pruned (stopped by a scheduler after it
   reported the metric), failed (raised, died, timed out, or never reported an objective) or
-  infeasible (an objective went NaN/inf, or it ran out of memory).
+  infeasible (an objective went NaN/inf, it ran out of memory, or its final metrics are outside
+  a ``constraints:`` bound or never reported that bound's metric).
 - **Best** (:func:`best_trial`): the best value of the study's metric, in its direction, among
   the search trials that completed or were pruned and meet every constraint (each bound's metric
   reported in the trial's final metrics and inside it). A trial's value is its best step's
@@ -216,6 +217,7 @@ class TrialEnd:
     out_of_memory: bool = False  # ... and that error was running out of memory
     non_finite: tuple[str, int] | None = None  # (objective, step) that first went NaN/inf
     stopped_early: str | None = None  # a scheduler stopped it: why
+    constraints: Sequence[Constraint] = ()  # the study's bounds on its final metrics
 
 
 @dataclass(frozen=True)
@@ -226,12 +228,11 @@ class Outcome:
 
 def trial_outcome(end: TrialEnd) -> Outcome:
     """A finished trial's outcome. In order: an error fails it (infeasible when it ran out of
-    memory); an objective that went NaN/inf makes it infeasible; a scheduler's stop prunes it
-    once it reported the metric; an objective never reported fails it; else it completed.
-
-    Constraints do not change the outcome: a trial outside a bound completed (or was pruned)
-    and is not *feasible*, which :func:`is_best_candidate` and the report's Pareto front judge
-    on its final metrics."""
+    memory); an objective that went NaN/inf makes it infeasible; an objective never reported
+    fails it; final metrics outside a constraint's bounds (or without its metric) make it
+    infeasible; a scheduler's stop prunes it; else it completed. A trial infeasible by its
+    constraints keeps its values: searchers and the Pareto front judge it on them
+    (:func:`outside_constraints`)."""
     if end.error is not None:
         return Outcome(TrialState.INFEASIBLE if end.out_of_memory else TrialState.FAILED,
                        end.error)
@@ -239,15 +240,50 @@ def trial_outcome(end: TrialEnd) -> Outcome:
         name, step = end.non_finite
         return Outcome(TrialState.INFEASIBLE, f"{name} became non-finite at step {step}")
     metric = end.objectives[0] if end.objectives else None
-    if end.stopped_early is not None and metric in end.final_metrics:
-        return Outcome(TrialState.PRUNED, end.stopped_early)
+    pruned = end.stopped_early is not None and metric in end.final_metrics
     unreported = [n for n in end.objectives if n not in end.final_metrics]
-    if unreported:
+    if unreported and not pruned:
         seen = ", ".join(sorted(set(end.reported))) or "nothing"
         missing = " and ".join(repr(n) for n in unreported)
         return Outcome(TrialState.FAILED, f"the objective finished without reporting the "
                                           f"metric {missing} (it reported: {seen})")
+    broken = constraint_breaches(end.constraints, end.final_metrics)
+    if broken:
+        return Outcome(TrialState.INFEASIBLE, "; ".join(broken))
+    if pruned:
+        return Outcome(TrialState.PRUNED, end.stopped_early)
     return Outcome(TrialState.COMPLETED)
+
+
+def constraint_breaches(constraints: Sequence[Constraint], final_metrics: Mapping[str, float]
+                        ) -> list[str]:
+    """What each constraint the final metrics break says (empty: they meet them all)."""
+    out = []
+    for c in constraints:
+        violation = c.violation(final_metrics)
+        if violation is None:
+            out.append(f"outside the constraint {c.describe()}: {c.metric} was never reported")
+        elif violation > 0:
+            out.append(f"outside the constraint {c.describe()}: {c.metric} = "
+                       f"{final_metrics[c.metric]:.6g}")
+    return out
+
+
+def outside_constraints(trial: Judged, constraints: Sequence[Constraint]) -> bool:
+    """Whether ``trial`` is infeasible because of its constraints (not because it diverged or
+    ran out of memory): its values are real results, judged infeasible."""
+    return (trial.state == TrialState.INFEASIBLE and bool(constraints)
+            and not meets_constraints(trial.final_metrics, constraints))
+
+
+def searcher_value(trial: Judged, constraints: Sequence[Constraint] = ()) -> float | None:
+    """The value a searcher is told for a finished ``trial``: its best when it completed or
+    was pruned, or when only its constraints made it infeasible (constraint-aware samplers
+    need it); None when it produced no result."""
+    if trial.state in USABLE_STATES or outside_constraints(trial, constraints):
+        value = trial.best_value
+        return float(value) if value is not None and math.isfinite(value) else None
+    return None
 
 
 # -- how a study ends --------------------------------------------------------------------------

@@ -16,9 +16,7 @@ from searchsvc.core import (
     EVENT_EXPLOIT,
     EVENT_RETRIED,
     EVENT_STOPPED_EARLY,
-    TRIAL_COMPLETED,
     TRIAL_INTERRUPTED,
-    TRIAL_PRUNED,
     Curve,
     Measurement,
     StudyRecord,
@@ -26,7 +24,7 @@ from searchsvc.core import (
     TrialState,
     is_finite_number,
 )
-from searchsvc.core.judging import Outcome, TrialEnd, trial_outcome
+from searchsvc.core.judging import Candidate, Outcome, TrialEnd, searcher_value, trial_outcome
 from searchsvc.core.objectives import update_final
 from searchsvc.driver.detach import PicklesDetached
 from searchsvc.driver.progress import Progress
@@ -116,6 +114,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
         self.metric, self.mode = study.metric, study.mode
         # Every objective must be reported and finite (the first is ``metric``).
         self.objectives = tuple(o.name for o in searcher.spec.objectives)
+        self.constraints = tuple(searcher.spec.constraints)
         self.trial_timeout_s = trial_timeout_s
         self.running: dict[str, _Running] = {}
         self.unwritten_since: float | None = None  # oldest result not yet in the store
@@ -298,7 +297,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
                       else (state.non_finite, state.non_finite_step))
         return TrialEnd(self.objectives, state.final, state.metric_names, error=error,
                         out_of_memory=out_of_memory, non_finite=non_finite,
-                        stopped_early=state.stopped_early)
+                        stopped_early=state.stopped_early, constraints=self.constraints)
 
     def stopped_early(self, trial: Any, step: int, data: dict[str, Any]) -> None:
         """A scheduler stopped ``trial`` at ``step`` (it will complete as pruned)."""
@@ -362,10 +361,12 @@ class StoreCallback(PicklesDetached, tune.Callback):
         config = {k: v for k, v in trial.config.items() if k != META_KEY}
         curve = Curve(state.reports)
         best = curve.best(self.mode)
+        ended = Candidate(state.number, outcome, best[1] if best else None, None,
+                          dict(state.final))
         self.searcher.observe(Observation(
             number=state.number, config=config, state=outcome,
-            value=best[1] if best and outcome in (TRIAL_COMPLETED, TRIAL_PRUNED) else None,
-            curve=curve, final_metrics=dict(state.final),
+            value=searcher_value(ended, self.constraints), curve=curve,
+            final_metrics=dict(state.final),
         ))
 
     def _track(self) -> None:

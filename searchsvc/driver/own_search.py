@@ -83,7 +83,7 @@ def _search(backend: type[Backend], objective: str, search_paths: list[str],
 def searched_trial_end(spec: StudySpec, trial: SearchedTrial) -> TrialEnd:
     """What a backend's own search reported of one trial, as the outcome rule reads it (the
     same rule a Ray Tune trial is judged by): its final metrics, the first objective that went
-    NaN/inf, its error."""
+    NaN/inf, its error, the study's constraints."""
     objectives = tuple(o.name for o in spec.objectives)
     non_finite = next(((name, step) for step, logs in enumerate(trial.epochs, 1)
                        for name in objectives
@@ -94,7 +94,7 @@ def searched_trial_end(spec: StudySpec, trial: SearchedTrial) -> TrialEnd:
     return TrialEnd(objectives, final_metrics(trial.epochs),
                     {name for logs in trial.epochs for name in logs}, error=error,
                     out_of_memory=error is not None and is_out_of_memory(error),
-                    non_finite=non_finite)
+                    non_finite=non_finite, constraints=spec.constraints)
 
 
 def _store_trial(spec: StudySpec, study: StudyRecord, store: Store, progress: Progress,

@@ -8,7 +8,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,12 +19,11 @@ from searchsvc.backends import backend_class
 from searchsvc.codebundle import CodeBundle, module_in_bundle
 from searchsvc.core import (
     STUDY_RUNNING,
-    TRIAL_COMPLETED,
-    TRIAL_PRUNED,
+    Constraint,
     StudyRecord,
     TrialRecord,
 )
-from searchsvc.core.judging import is_search_trial, study_counts, study_end
+from searchsvc.core.judging import is_search_trial, searcher_value, study_counts, study_end
 from searchsvc.driver.outages import watch_outages
 from searchsvc.driver.progress import Progress
 from searchsvc.errors import ConflictError, NotFoundError, RunnerError
@@ -145,7 +144,7 @@ def run_study(name: str, store: Store, options: RunOptions, *,
     total = searched + planned_repeats(noise, len(searcher.arms))
     # As the live study told its searcher: a value only for trials that ended with one.
     # Repeats are not the searcher's proposals: it never sees them.
-    history = [_observation(t, t.number, study.metric) for t in trials
+    history = [_observation(t, t.number, study.metric, spec.constraints) for t in trials
                if t.finished and is_search_trial(t)]
     if spec.warm_start:
         study = _warm_start(spec, study, store, searcher)
@@ -190,12 +189,14 @@ def run_study(name: str, store: Store, options: RunOptions, *,
     except KeyboardInterrupt:
         ctrl_c.pressed = True
     finally:
-        if callback is not None:
-            callback.interrupt_all()
-        store.interrupt_running_trials(study.id)
-        stop_watching()
-        if started_ray:
-            progress.stop()
+        try:  # with the store gone past its window these fail too: the display still ends
+            if callback is not None:
+                callback.interrupt_all()
+            store.interrupt_running_trials(study.id)
+        finally:
+            stop_watching()
+            if started_ray:
+                progress.stop()
     done = {t.number for t in store.get_trials(name) if t.finished}
     search_done = all(n in done for n in range(searched))
     plan = _repeat_plan(spec, store, name, searcher, noise)
@@ -264,14 +265,15 @@ def _warm_start_trials(spec: StudySpec, store: Store, owner: str | None = None,
     fitting = [t for t in finished if fits_space(spec, t.config)
                and (only is None or t.number in only)]
     return len(finished), [t.number for t in fitting], [
-        _observation(t, -1 - i, parent.metric) for i, t in enumerate(fitting)]
+        _observation(t, -1 - i, parent.metric, parent.constraints)
+        for i, t in enumerate(fitting)]
 
 
-def _observation(trial: TrialRecord, number: int, metric: str) -> Observation:
-    """A finished trial as its searcher saw it live: a value only when it ended with one."""
-    value = trial.best_value if trial.state in (TRIAL_COMPLETED, TRIAL_PRUNED) else None
-    return Observation(number, trial.config, value, trial.state, curve=trial.curve(metric),
-                       final_metrics=trial.final_metrics)
+def _observation(trial: TrialRecord, number: int, metric: str,
+                 constraints: Sequence[Constraint]) -> Observation:
+    """A finished trial as its searcher saw it live (core.judging.searcher_value)."""
+    return Observation(number, trial.config, searcher_value(trial, constraints), trial.state,
+                       curve=trial.curve(metric), final_metrics=trial.final_metrics)
 
 
 def _warm_start(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_PRUNED
+from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE, TRIAL_PRUNED
 from searchsvc.core.objectives import objective_values, violations
 from searchsvc.searchers.space import on_grid
 from searchsvc.spec import ChoiceParameter, Parameter, RangeParameter, StudySpec
@@ -124,13 +124,15 @@ class OptunaModel(ArmModel):
     def _outcome(self, value: float | None, state: str, final: Mapping[str, float] | None
                  ) -> tuple[Any, dict[str, float]]:
         """What to tell Optuna of a finished trial: its value(s) (None: failed) and its
-        constraints by index (an unreported metric counts as violated)."""
+        constraints by index (an unreported metric counts as violated). A trial infeasible by
+        its constraints alone comes with its value (core.judging.searcher_value): Optuna's
+        constrained samplers learn from it as a completed trial with violations."""
         final = final or {}
         constraints = {str(i): 1.0 if v is None else v
                        for i, v in enumerate(violations(self.spec.constraints, final))}
         if self.spec.multi_objective:
             values = objective_values(self.spec.objectives, final)
-            return (list(values) if state == TRIAL_COMPLETED and values is not None
+            return (list(values) if _has_values(state, value) and values is not None
                     else None), constraints
         return value, constraints
 
@@ -160,7 +162,7 @@ class OptunaModel(ArmModel):
                         self.study.tell(trial, result)
                     else:
                         self.study.tell(trial, state=TrialState.FAIL)
-                elif state == TRIAL_COMPLETED and value is not None:
+                elif _has_values(state, value):
                     self.study.tell(trial, value)
                 elif state == TRIAL_PRUNED and value is not None:
                     trial.report(value, last_step or 0)
@@ -176,7 +178,7 @@ class OptunaModel(ArmModel):
                 kwargs.update(state=TrialState.COMPLETE, values=result)
             elif multi:
                 kwargs.update(state=TrialState.FAIL)
-            elif state == TRIAL_COMPLETED and value is not None:
+            elif _has_values(state, value):
                 kwargs.update(state=TrialState.COMPLETE, value=value)
             elif state == TRIAL_PRUNED and value is not None:
                 kwargs.update(state=TrialState.PRUNED,
@@ -187,6 +189,12 @@ class OptunaModel(ArmModel):
                 self.study.add_trial(optuna.trial.create_trial(**kwargs))
             except ValueError as exc:  # a value outside the space (the file was edited)
                 logging.getLogger(__name__).warning("not replayed into the model: %s", exc)
+
+
+def _has_values(state: str, value: float | None) -> bool:
+    """Whether Optuna is told the trial as complete: it completed, or only its constraints made
+    it infeasible (then it comes with a value)."""
+    return value is not None and state in (TRIAL_COMPLETED, TRIAL_INFEASIBLE)
 
 
 def _optuna_suggest(trial: Any, param: Parameter) -> Any:

@@ -14,8 +14,10 @@ from searchsvc.core.judging import (
     best_trial,
     best_value,
     by_value,
+    outside_constraints,
     ranked,
     search_trials,
+    searcher_value,
     seed_repeats,
     study_counts,
     study_end,
@@ -122,5 +124,38 @@ def test_the_outcome_of_a_trial() -> None:
     half = trial_outcome(end(objectives=("loss", "latency"), reported=()))
     assert half.state == F and "'latency'" in (half.error or "") and "nothing" in (
         half.error or "")
-    # A bound does not change the outcome: feasibility is the best rule's business.
+    # Without constraints a metric's value never changes the outcome.
     assert trial_outcome(end(final_metrics={"loss": 0.3, "memory_mb": 900})).state == C
+
+
+def test_final_metrics_outside_a_constraint_make_a_trial_infeasible() -> None:
+    bounds = (MEMORY, Constraint("latency", low=1.0, high=5.0))
+    inside = {"loss": 0.3, "memory_mb": 90, "latency": 2.0}
+    assert trial_outcome(end(final_metrics=inside, constraints=bounds)).state == C
+    over = trial_outcome(end(final_metrics={**inside, "memory_mb": 900}, constraints=bounds))
+    assert (over.state, over.error) == (INF, "outside the constraint memory_mb <= 100: "
+                                             "memory_mb = 900")
+    both = trial_outcome(end(final_metrics={"loss": 0.3, "latency": 9.0}, constraints=bounds))
+    assert both.state == INF and both.error == (
+        "outside the constraint memory_mb <= 100: memory_mb was never reported; "
+        "outside the constraint 1 <= latency <= 5: latency = 9")
+    # A pruned trial is judged on its bounds too; an error or divergence comes first.
+    pruned = trial_outcome(end(final_metrics={**inside, "memory_mb": 900}, constraints=bounds,
+                               stopped_early="rung 1"))
+    assert pruned.state == INF
+    assert trial_outcome(end(final_metrics=inside, constraints=bounds,
+                             stopped_early="rung 1")).state == P
+    assert trial_outcome(end(final_metrics={"loss": 0.3}, constraints=bounds,
+                             error="boom")).state == F
+    assert trial_outcome(end(final_metrics={"loss": 0.3}, constraints=bounds,
+                             non_finite=("loss", 2))).error == "loss became non-finite at step 2"
+
+
+def test_a_searcher_is_told_the_value_of_a_trial_infeasible_only_by_its_constraints() -> None:
+    over = trial(0, INF, 0.2, final={"loss": 0.2, "memory_mb": 900})
+    diverged = trial(1, INF, 0.1, final={"loss": 0.1, "memory_mb": 50})
+    assert outside_constraints(over, (MEMORY,)) and not outside_constraints(diverged, (MEMORY,))
+    assert searcher_value(over, (MEMORY,)) == 0.2  # a real result, outside the bound
+    assert searcher_value(diverged, (MEMORY,)) is None  # NaN/inf or out of memory: none
+    assert searcher_value(over) is None  # without the constraint nothing explains it
+    assert [searcher_value(trial(2, s, 0.3)) for s in (C, P, F)] == [0.3, 0.3, None]

@@ -55,8 +55,13 @@ def test_a_constrained_two_objective_study_reports_its_front(ray_local, tmp_path
     run_study(spec.name, store, options)
 
     trials = store.get_trials("zdt")
-    assert len(trials) == 14 and all(t.state == "completed" for t in trials)
-    assert all({"f1", "f2", "memory_mb"} <= set(t.final_metrics) for t in trials)
+    assert len(trials) == 14 and all({"f1", "f2", "memory_mb"} <= set(t.final_metrics)
+                                     for t in trials)
+    # Over the memory bound: infeasible, naming it; within it: completed.
+    for t in trials:
+        over = t.final_metrics["memory_mb"] > MEMORY_MAX
+        assert t.state == ("infeasible" if over else "completed"), (t.number, t.state)
+        assert (f"outside the constraint memory_mb <= {MEMORY_MAX:g}" in (t.error or "")) == over
 
     files = write_report(store, "zdt", tmp_path / "report")
     with files.files["csv"].open() as handle:
@@ -96,7 +101,7 @@ def test_a_constrained_two_objective_study_reports_its_front(ray_local, tmp_path
         assert section.count() == 1
         assert section.locator("#fig-pareto .main-svg").count() >= 1
         assert section.locator("#fig-hypervolume .main-svg").count() >= 1
-        # Every completed trial is a point (feasible ones per arm, violated ones as crosses),
+        # Every trial is a point (feasible ones per arm, those over the bound as crosses),
         # plus the front's own markers.
         assert section.locator("#fig-pareto .scatterlayer .point").count() >= 14 + len(front)
         assert f"memory_mb <= {MEMORY_MAX:g}" in section.inner_text()

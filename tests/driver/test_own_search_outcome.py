@@ -1,7 +1,8 @@
 """A backend that runs its own search (``autokeras``) has its trials judged by the same outcome
 rule as a Ray Tune trial, on their final metrics: a NaN objective is infeasible, a trial that
-never reports the metric failed, and a study's ``constraints:`` judge the stored final metrics
-(driver/own_search.py, written straight into a store; no Ray started)."""
+never reports the metric failed, and a trial whose final metrics break the study's
+``constraints:`` is infeasible, naming the bound (driver/own_search.py, written straight into a
+store; no Ray started)."""
 
 from __future__ import annotations
 
@@ -44,8 +45,9 @@ def test_an_own_search_trial_is_judged_like_a_ray_trial() -> None:
     for trial in searched:
         _store_trial(spec, study, store, progress, trial, "here")
     stored = store.get_trials(spec.name)
-    assert [t.state for t in stored] == [TRIAL_COMPLETED, TRIAL_COMPLETED, TRIAL_INFEASIBLE,
+    assert [t.state for t in stored] == [TRIAL_COMPLETED, TRIAL_INFEASIBLE, TRIAL_INFEASIBLE,
                                          TRIAL_FAILED, TRIAL_FAILED]
+    assert stored[1].error == "outside the constraint params_k <= 100: params_k = 900"
     assert stored[2].error == "val_accuracy became non-finite at step 2"
     assert "without reporting the metric 'val_accuracy' (it reported: loss)" in (
         stored[3].error or "")
@@ -56,4 +58,4 @@ def test_an_own_search_trial_is_judged_like_a_ray_trial() -> None:
     # The constraint judges the stored final metrics, as for a Ray study: 0 is the best.
     assert best_trial(stored, spec.mode, spec.constraints).number == 0  # type: ignore[union-attr]
     assert store.get_study(spec.name).best_value == 0.8
-    assert progress.best == 0.8 and progress.failed == 3
+    assert progress.best == 0.8 and progress.failed == 4

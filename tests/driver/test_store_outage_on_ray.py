@@ -89,7 +89,8 @@ def test_a_study_rides_through_a_database_restart(ray_local, server: PrivateServ
 
 def test_an_outage_past_the_window_stops_the_run_and_resume_completes_it(
         ray_local, server: PrivateServer) -> None:
-    store = SqlStore(server.url, outage_s=2)
+    store = SqlStore(server.url, outage_s=30)  # a server just started may still refuse a moment
+    store.outage.window_s = 2
     stop = when_completed(server.url, 2, server.stop)
     with pytest.raises(StoreError) as stopped:
         run(store, create=True)

@@ -65,8 +65,9 @@ def test_a_restarted_postgresql_is_ridden_through_with_every_step_stored_once(
 
 def test_an_outage_past_the_window_fails_with_exit_code_7_and_loses_nothing(
         server: PrivateServer) -> None:
-    store = SqlStore(server.url, outage_s=1.5)
+    store = SqlStore(server.url, outage_s=30)  # a server just started may still refuse a moment
     trial_id = new_trial(store)
+    store.outage.window_s = 1.5
     store.record_measurements(trial_id, 1, "min", [(1, 0.5, {"loss": 0.5})])
     server.stop()
     try:
@@ -85,8 +86,9 @@ def test_an_outage_past_the_window_fails_with_exit_code_7_and_loses_nothing(
 
 
 def test_no_window_fails_at_the_first_failure(server: PrivateServer) -> None:
-    store = SqlStore(server.url, outage_s=0)
+    store = SqlStore(server.url, outage_s=30)  # a server just started may still refuse a moment
     new_trial(store)
+    store.outage.window_s = 0
     server.stop()
     try:
         started = time.monotonic()
