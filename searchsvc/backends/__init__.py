@@ -13,31 +13,29 @@ from searchsvc.backends.autokeras import AutoKerasBackend
 from searchsvc.backends.base import Backend, RayBackend
 from searchsvc.backends.keras import KerasTunerBackend
 from searchsvc.errors import SpecIssue
+from searchsvc.registry import Registry
 from searchsvc.spec import StudySpec
 from searchsvc.spec.validate import options_issues
 
-_REGISTRY: dict[str, type[Backend]] = {
-    cls.name: cls for cls in (RayBackend, KerasTunerBackend, AutoKerasBackend)}
+BACKENDS: Registry[type[Backend]] = Registry("backend", {
+    cls.name: cls for cls in (RayBackend, KerasTunerBackend, AutoKerasBackend)})
 
 
 def backend_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return BACKENDS.names()
 
 
 def backend_class(name: str) -> type[Backend]:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown backend {name!r} (valid: {', '.join(backend_names())})"
-                       ) from None
+    """The backend registered as ``name`` (UnknownNameError listing the valid names)."""
+    return BACKENDS.get(name)
 
 
 def check_backend(spec: StudySpec) -> list[SpecIssue]:
     """The problems of ``spec`` that depend on its backend (name, options)."""
-    if spec.backend not in _REGISTRY:
+    if spec.backend not in BACKENDS:
         return [spec.source.issue(("backend",), f"unknown or unavailable backend (valid: "
                                   f"{', '.join(backend_names())})", spec.backend)]
-    cls = _REGISTRY[spec.backend]
+    cls = BACKENDS.get(spec.backend)
     issues = (options_issues(cls.Options, spec.backend_options, spec.source, "backend_options")
               or cls.check(spec))
     if spec.multi_objective and cls.runs_own_search:
@@ -51,4 +49,4 @@ def check_backend(spec: StudySpec) -> list[SpecIssue]:
     return issues
 
 
-__all__ = ["Backend", "backend_class", "backend_names", "check_backend"]
+__all__ = ["BACKENDS", "Backend", "backend_class", "backend_names", "check_backend"]

@@ -12,6 +12,7 @@ from typing import Any, Protocol, cast
 from ray.tune.schedulers import TrialScheduler
 
 from searchsvc.driver.raycompat import PBT, Bracket, HyperBand, PB2Hooks, rungs_of
+from searchsvc.registry import Registry
 from searchsvc.searchers import HyperbandSchedule, PopulationSchedule, Schedule
 from searchsvc.spec import RangeParameter, StudySpec
 from searchsvc.worker.context import META_KEY
@@ -33,14 +34,20 @@ def trial_number(trial: Any) -> int:
 
 def create_scheduler(schedule: Schedule | None, spec: StudySpec, events: SchedulerEvents
                      ) -> TrialScheduler | None:
-    """The Ray Tune scheduler for ``schedule`` (None: Tune's default FIFO)."""
-    if isinstance(schedule, HyperbandSchedule):
-        return StudyHyperBand(schedule, spec.metric, spec.mode, events, label=spec.searcher)
-    if isinstance(schedule, PopulationSchedule):
-        random.seed(schedule.seed)  # Ray's PBT draws from the global `random` module
-        cls = StudyPB2 if schedule.variant == "pb2" else StudyPBT
-        return cls(schedule, spec, events)
-    return None
+    """The Ray Tune scheduler for ``schedule`` (None: Tune's default FIFO), by its ``kind``."""
+    if schedule is None:
+        return None
+    return SCHEDULERS.get(schedule.kind)(schedule, spec, events)
+
+
+def _hyperband(schedule: Any, spec: StudySpec, events: SchedulerEvents) -> TrialScheduler:
+    return StudyHyperBand(schedule, spec.metric, spec.mode, events, label=spec.searcher)
+
+
+def _population(schedule: Any, spec: StudySpec, events: SchedulerEvents) -> TrialScheduler:
+    random.seed(schedule.seed)  # Ray's PBT draws from the global `random` module
+    cls = StudyPB2 if schedule.variant == "pb2" else StudyPBT
+    return cls(schedule, spec, events)
 
 
 class _QuotaBracket(Bracket):
@@ -219,3 +226,8 @@ def _arm_key(trial: Any) -> tuple:
 
 def _user_config(config: dict) -> dict:
     return {k: v for k, v in config.items() if k != META_KEY}
+
+
+# A searcher's schedule kind -> the Ray Tune scheduler that carries it out.
+SCHEDULERS: Registry[Callable[[Any, StudySpec, SchedulerEvents], TrialScheduler]] = Registry(
+    "scheduler", {"hyperband": _hyperband, "population": _population})

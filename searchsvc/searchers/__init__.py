@@ -9,6 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from searchsvc.errors import SpecError, SpecIssue
+from searchsvc.registry import Registry
 from searchsvc.searchers.base import NoOptions, Observation, Proposal, Searcher
 from searchsvc.searchers.bayesian import BayesianSearcher
 from searchsvc.searchers.evolution import NasSearcher
@@ -22,12 +23,12 @@ from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec
 from searchsvc.spec.limits import limit_issues
 from searchsvc.spec.validate import options_issues
 
-_REGISTRY: dict[str, type[Searcher]] = {}
+SEARCHERS: Registry[type[Searcher]] = Registry("searcher")
 
 
 def register(cls: type[Searcher]) -> type[Searcher]:
     """Make ``cls`` available to study files as ``searcher: <cls.name>``."""
-    _REGISTRY[cls.name] = cls
+    SEARCHERS.register(cls.name, cls)
     return cls
 
 
@@ -38,15 +39,12 @@ for _cls in (GridSearcher, RandomSearcher, QuasiRandomSearcher, BayesianSearcher
 
 
 def searcher_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return SEARCHERS.names()
 
 
 def searcher_class(name: str) -> type[Searcher]:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        valid = ", ".join(searcher_names())
-        raise KeyError(f"unknown searcher {name!r} (valid: {valid})") from None
+    """The searcher registered as ``name`` (UnknownNameError listing the valid names)."""
+    return SEARCHERS.get(name)
 
 
 def check_spec(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> list[SpecIssue]:
@@ -57,14 +55,14 @@ def check_spec(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> list[Spe
     over = limit_issues(spec, limits)
     if over:
         return over
-    if spec.searcher not in _REGISTRY:
+    if spec.searcher not in SEARCHERS:
         return [spec.source.issue(("searcher",), f"unknown searcher (valid: "
                                   f"{', '.join(searcher_names())})", spec.searcher)]
-    cls = _REGISTRY[spec.searcher]
+    cls = SEARCHERS.get(spec.searcher)
     issues = (options_issues(cls.Options, spec.searcher_options, spec.source,
                              "searcher_options") or cls.check(spec))
     if spec.multi_objective and not cls.multi_objective:
-        multi = [n for n in searcher_names() if _REGISTRY[n].multi_objective]
+        multi = [n for n in searcher_names() if SEARCHERS.get(n).multi_objective]
         issues = [*issues, spec.source.issue(
             ("metrics",), f"searcher '{cls.name}' cannot search several objectives: "
             f"{cls.single_objective_because}. Use one of {', '.join(multi)}, or a single "
@@ -82,12 +80,13 @@ def create_searcher(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> Sea
     issues = check_spec(spec, limits)
     if issues:
         raise SpecError(issues)
-    cls = _REGISTRY[spec.searcher]
+    cls = SEARCHERS.get(spec.searcher)
     options: BaseModel = cls.Options.model_validate(dict(spec.searcher_options))
     return cls(spec, options)
 
 
 __all__ = [
+    "SEARCHERS",
     "Arm",
     "HyperbandSchedule",
     "NoOptions",

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from searchsvc.registry import Registry
 from searchsvc.spec import StudySpec
 from searchsvc.tracking.base import ReportFolder, Tracker
 from searchsvc.tracking.fanout import Trackers
@@ -43,10 +44,11 @@ def _tensorboard(spec: StudySpec, results_dir: Path) -> Tracker | None:
 
 
 # The study file's `tracking:` keys -> what makes that tracker from a spec (None: not asked for).
-TRACKERS: dict[str, Callable[[StudySpec, Path], Tracker | None]] = {
+TrackerFactory = Callable[[StudySpec, Path], "Tracker | None"]
+TRACKERS: Registry[TrackerFactory] = Registry("tracker", {
     "mlflow": _mlflow,
     "tensorboard": _tensorboard,
-}
+})
 
 
 def open_trackers(spec: StudySpec, results_dir: Path,
@@ -54,7 +56,7 @@ def open_trackers(spec: StudySpec, results_dir: Path,
     """The trackers ``spec`` asks for, writing beside the study's ``results_dir`` by default,
     behind one fan-out (empty, and falsy, when the study tracks nothing). Nothing is opened
     until ``study_started``."""
-    made = (make(spec, results_dir) for make in TRACKERS.values())
+    made = (TRACKERS.get(name)(spec, results_dir) for name in TRACKERS.names())
     return Trackers([t for t in made if t is not None], notify)
 
 

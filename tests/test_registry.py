@@ -1,0 +1,62 @@
+"""One registry helper for every pluggable kind: entries by name, lazy ones imported on first
+use, and an unknown name refused with the valid names listed, the same way for searchers,
+backends, trackers, stores and schedulers."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from searchsvc.backends import BACKENDS
+from searchsvc.errors import StoreError
+from searchsvc.registry import Registry, UnknownNameError
+from searchsvc.searchers import SEARCHERS
+from searchsvc.store import STORES, InMemoryStore, open_store
+from searchsvc.tracking import TRACKERS
+
+
+def test_a_lazy_entry_is_imported_on_first_use() -> None:
+    sys.modules.pop("colorsys", None)
+    kinds: Registry[object] = Registry("thing", {"hls": "colorsys:rgb_to_hls", "one": 1})
+    assert "colorsys" not in sys.modules and kinds.names() == ["hls", "one"]
+    import colorsys
+
+    assert kinds.get("hls") is colorsys.rgb_to_hls and kinds.get("one") == 1
+    assert "hls" in kinds and "two" not in kinds and list(kinds) == ["hls", "one"]
+
+
+def test_an_unknown_name_lists_the_valid_ones() -> None:
+    kinds: Registry[int] = Registry("thing", {"b": 2, "a": 1})
+    with pytest.raises(UnknownNameError) as unknown:
+        kinds.get("c")
+    assert str(unknown.value) == "unknown thing 'c' (valid: a, b)"
+    assert isinstance(unknown.value, KeyError)
+    with pytest.raises(ValueError, match="already registered"):
+        kinds.register("a", 3)
+    with pytest.raises(ValueError, match="'module:attribute'"):
+        kinds.register("c", "colorsys")
+
+
+@pytest.mark.parametrize("registry, kind, known", [
+    (SEARCHERS, "searcher", "bayesian"), (BACKENDS, "backend", "keras_tuner"),
+    (TRACKERS, "tracker", "mlflow"), (STORES, "store", "postgresql"),
+])
+def test_every_pluggable_kind_is_a_registry(registry: Registry, kind: str, known: str) -> None:
+    assert registry.kind == kind and known in registry.names()
+    with pytest.raises(UnknownNameError, match=f"unknown {kind} 'nope' \\(valid: .*{known}"):
+        registry.get("nope")
+
+
+def test_the_schedulers_are_a_registry_by_schedule_kind() -> None:
+    from searchsvc.driver.schedulers import SCHEDULERS
+
+    assert SCHEDULERS.kind == "scheduler"
+    assert SCHEDULERS.names() == ["hyperband", "population"]  # each Schedule.kind
+
+
+def test_a_store_url_of_an_unknown_kind_names_the_valid_ones() -> None:
+    assert isinstance(open_store("memory:"), InMemoryStore)
+    with pytest.raises(StoreError, match=r"unknown store 'mysql' \(valid: memory, postgresql, "
+                                         r"sqlite\)"):
+        open_store("mysql+pymysql://u:secret@host/db")
