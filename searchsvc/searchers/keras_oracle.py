@@ -6,7 +6,9 @@ roles, store and reports. KerasTuner is imported only when this searcher is used
 from __future__ import annotations
 
 import math
+import shutil
 import tempfile
+import weakref
 from functools import cached_property
 from typing import Any, Literal
 
@@ -57,8 +59,11 @@ class KerasTunerSearcher(Searcher):
         else:
             oracle = kt.oracles.BayesianOptimizationOracle(
                 num_initial_points=opts.initial_points or max(2, share // 4), **common)
-        # Oracles save each trial as JSON; searchsvc's store is the record, so a scratch folder.
-        oracle._set_project_dir(tempfile.mkdtemp(prefix="searchsvc-kt-"), f"arm{arm.index}")
+        # Oracles save each trial as JSON; searchsvc's store is the record, so a scratch folder,
+        # deleted with this searcher (a finalizer, not state: the searcher stays picklable).
+        scratch = tempfile.mkdtemp(prefix="searchsvc-kt-")
+        weakref.finalize(self, shutil.rmtree, scratch, True)
+        oracle._set_project_dir(scratch, f"arm{arm.index}")
         return oracle
 
     @cached_property

@@ -81,3 +81,16 @@ def test_a_resumed_oracle_learns_the_trials_of_the_earlier_run() -> None:
     assert [len(o.trials) for o in resumed.oracles] == [5, 5]
     scores = sorted(t.score for t in resumed.oracles[0].trials.values())
     assert scores == sorted(o.value for o in history if o.config["arm"] == "a")
+
+
+def test_the_oracles_scratch_folders_go_with_the_searcher() -> None:
+    import gc
+    from pathlib import Path
+
+    s = searcher("random", trials=2)
+    s.propose(0)
+    folders = {Path(o._directory) for o in s.oracles}
+    assert folders and all(f.name.startswith("searchsvc-kt-") and f.exists() for f in folders)
+    del s
+    gc.collect()
+    assert not any(f.exists() for f in folders)
