@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,16 +71,23 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PYTHONPATH", str(ROOT))
 
 
+# Seconds each long test module takes (measured, the longest first; a rough guide to order
+# by, never a limit: a stale or missing figure costs speed, not correctness).
+DURATIONS = json.loads((Path(__file__).with_name("durations.json")).read_text())
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests marked ``last`` run after all the others: they check what the suite left.
-    Before them, the modules with ``slow`` tests come first: the parallel workers take whole
-    modules in this order, so the long ones start early and the short ones fill in at the end,
-    instead of one long module running alone after the others have finished."""
+    Before them, the longest modules come first (tests/durations.json; then the other modules
+    with ``slow`` tests): the parallel workers take whole modules in this order, so the long
+    ones start early and the short ones fill in at the end, instead of one long module running
+    alone after the others have finished."""
     slow_modules = {item.module.__name__ for item in items
                     if item.module is not None and item.get_closest_marker("slow")}
 
-    def order(item: pytest.Item) -> tuple[bool, bool]:
-        slow = item.module is not None and item.module.__name__ in slow_modules
-        return item.get_closest_marker("last") is not None, not slow
+    def order(item: pytest.Item) -> tuple[bool, float]:
+        module = item.module.__name__ if item.module is not None else ""
+        weight = DURATIONS.get(item.nodeid.split("::")[0], 1.0 if module in slow_modules else 0)
+        return item.get_closest_marker("last") is not None, -weight
 
     items.sort(key=order)
