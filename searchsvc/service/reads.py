@@ -1,0 +1,118 @@
+"""The routes that read a user's studies, their trials, events and reports, and stop or
+queue them again; and the JSON shapes of studies and trials (counts and best from core.judging,
+as every surface shows them)."""
+
+# No `from __future__ import annotations`: FastAPI reads the dependency annotations at run time.
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import FileResponse
+
+from searchsvc.core import StudyRecord, TrialRecord
+from searchsvc.service.access import ReportFormat
+from searchsvc.service.context import ApiContext, User
+from searchsvc.store import Store
+from searchsvc.store.jsonutil import encode
+
+
+def reads_router(ctx: ApiContext) -> APIRouter:
+    """GET /studies, /studies/{name}, its trials, events and report; POST cancel and
+    resume. A user sees only their own studies (another's answers 404, as an unknown one)."""
+    router = APIRouter()
+    store, studies, owned = ctx.store, ctx.studies, ctx.studies.owned
+
+    @router.get("/studies")
+    async def list_studies(owner: User) -> list[dict[str, Any]]:
+        return [study_json(s) for s in store.list_studies(owner=owner)]
+
+    @router.get("/studies/{name}")
+    async def get_study(name: str, owner: User) -> dict[str, Any]:
+        """The study, with its study file and provenance (what ``searchsvc.load`` needs to
+        analyse it as a local study)."""
+        return study_json(owned(name, owner), detail=True)
+
+    @router.get("/studies/{name}/trials")
+    async def list_trials(name: str, owner: User,
+                          curves: Annotated[bool, Query(description="include every step")] = False,
+                          curves_of: Annotated[list[int] | None, Query(
+                              description="include every step of these trials only (trial "
+                              "numbers; repeat the parameter)", max_length=1000)] = None,
+                          ) -> list[dict[str, Any]]:
+        owned(name, owner)
+        wanted: bool | set[int] = True if curves else set(curves_of or ())
+        if wanted:
+            return await run_in_threadpool(trials_json, store, name, wanted)
+        return trials_json(store, name, False)
+
+    @router.get("/studies/{name}/events")
+    async def list_events(name: str, owner: User) -> list[dict[str, Any]]:
+        """What the study's schedulers did to its trials (Hyperband/ASHA stops, PBT exploits,
+        retries), in order: the report's rungs and lineage come from these."""
+        owned(name, owner)
+        return [{"number": e.number, "kind": e.kind, "step": e.step, "data": dict(e.data),
+                 "recorded_at": e.recorded_at} for e in store.get_events(name)]
+
+    @router.get("/studies/{name}/report")
+    def report(name: str, owner: User,
+               format: Annotated[ReportFormat, Query()] = "html",
+               ) -> FileResponse:
+        """The study's report (written now from the store): html, md, json, or csv (trials)."""
+        owned(name, owner)
+        return studies.report_response(name, format)
+
+    @router.post("/studies/{name}/cancel")
+    def cancel(name: str, owner: User) -> dict[str, Any]:
+        """Stop a queued or running study (running trials are marked interrupted)."""
+        return study_json(studies.cancel(name, owner))
+
+    @router.post("/studies/{name}/resume")
+    def resume(name: str, owner: User) -> dict[str, Any]:
+        """Queue a stopped study again: its unfinished trials run, finished ones are kept. It
+        counts against the user's queue limit as a new study does (429 when full)."""
+        return study_json(studies.resume(name, owner))
+
+    return router
+
+
+def study_json(s: StudyRecord, detail: bool = False) -> dict[str, Any]:
+    out = {"name": s.name, "state": s.state, "metric": s.metric, "mode": s.mode,
+           "searcher": s.searcher, "total_trials": s.total_trials,
+           # core.judging's counts (search trials by state, seed repeats apart) and best
+           "trial_counts": dict(s.trial_counts), "repeat_counts": dict(s.repeat_counts),
+           "best_value": s.best_value,
+           "constraints": [{"metric": c.metric, "min": c.low, "max": c.high}
+                           for c in s.constraints],
+           "created_at": s.created_at, "started_at": s.started_at,
+           "finished_at": s.finished_at}
+    if detail:
+        out.update(owner=s.owner, spec_file=s.spec_file, spec_text=s.spec_text,
+                   provenance=dict(s.provenance))
+    return out
+
+
+def trials_json(store: Store, name: str, curves: bool | set[int]) -> list[dict[str, Any]]:
+    """The study's trials, with every step of all (``True``) or of the trials numbered in
+    ``curves``."""
+    trials = store.get_trials(name, measurements=curves)
+    if isinstance(curves, bool):
+        return [trial_json(t, curves) for t in trials]
+    return [trial_json(t, t.number in curves) for t in trials]
+
+
+def trial_json(t: TrialRecord, curves: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "number": t.number, "state": t.state, "config": dict(t.config), "arm": dict(t.arm),
+        "best_value": t.best_value, "best_step": t.best_step, "last_step": t.last_step,
+        "attempts": t.attempts, "error": t.error, "node": t.node, "seed": t.seed,
+        "repeat_of": t.repeat_of, "started_at": t.started_at, "finished_at": t.finished_at,
+        "checkpoints": list(t.checkpoints), "final_metrics": encode(dict(t.final_metrics))}
+    if curves:
+        # JSON has no NaN or infinity: a diverged trial's metrics come as "NaN", "Infinity"
+        # and "-Infinity", as the store keeps them.
+        out["measurements"] = [{"step": m.step, "attempt": m.attempt, "value": m.value,
+                                "metrics": encode(dict(m.metrics)),
+                                "telemetry": encode(dict(m.telemetry)),
+                                "recorded_at": m.recorded_at} for m in t.measurements]
+    return out
+
