@@ -57,28 +57,45 @@ def _environment() -> Environment:
     return env
 
 
-def ui_router(studies: ServiceStudies) -> APIRouter:
-    """The UI's pages, mounted under /ui (and / redirects there)."""
-    router = APIRouter(include_in_schema=False)
-    templates = _environment()
+class _Pages:
+    """Renders the UI's templates with the headers every page carries."""
 
-    def page(name: str, request: Request, status_code: int = 200, **context: Any
-             ) -> HTMLResponse:
-        html = templates.get_template(name).render(request=request, **context)
+    def __init__(self) -> None:
+        self.templates = _environment()
+
+    def __call__(self, name: str, request: Request, status_code: int = 200, **context: Any
+                 ) -> HTMLResponse:
+        html = self.templates.get_template(name).render(request=request, **context)
         return HTMLResponse(html, status_code=status_code,
                             headers={"Cache-Control": "no-store",
                                      "X-Frame-Options": "DENY",
                                      "Content-Security-Policy": _CSP})
 
-    def viewer(request: Request) -> str:
-        token = request.cookies.get(COOKIE) or _bearer(request)
-        user = studies.store.user_for_token(token) if token else None
-        if user is None:
-            raise SignInRequired(request.url.path)
-        return user
 
-    Viewer = Annotated[str, Depends(viewer)]
+def _viewer(request: Request) -> str:
+    """The signed-in user (the cookie's token, or a bearer header); SignInRequired if none."""
+    token = request.cookies.get(COOKIE) or _bearer(request)
+    user = request.app.state.api.store.user_for_token(token) if token else None
+    if user is None:
+        raise SignInRequired(request.url.path)
+    return user
 
+
+Viewer = Annotated[str, Depends(_viewer)]
+
+
+def ui_router(studies: ServiceStudies) -> APIRouter:
+    """The UI's pages, mounted under /ui (and / redirects there)."""
+    router = APIRouter(include_in_schema=False)
+    page = _Pages()
+    _session_routes(router, studies, page)
+    _study_pages(router, studies, page)
+    _study_actions(router, studies)
+    return router
+
+
+def _session_routes(router: APIRouter, studies: ServiceStudies, page: _Pages) -> None:
+    """Signing in and out, and what every page loads: the favicon, plotly.js."""
     @router.get("/")
     def root() -> RedirectResponse:
         return RedirectResponse("/ui", status_code=303)
@@ -112,6 +129,15 @@ def ui_router(studies: ServiceStudies) -> APIRouter:
         response.delete_cookie(COOKIE, path="/")
         return response
 
+    @router.get("/ui/static/plotly.min.js")
+    def plotly_js() -> Response:
+        return Response(_plotly_js(), media_type="application/javascript",
+                        headers={"Cache-Control": "public, max-age=86400"})
+
+
+
+def _study_pages(router: APIRouter, studies: ServiceStudies, page: _Pages) -> None:
+    """The user's studies, one study with its trials, one trial with its telemetry."""
     @router.get("/ui")
     def study_list(request: Request, user: Viewer) -> HTMLResponse:
         rows = [_study_view(s) for s in studies.store.list_studies(owner=user)]
@@ -151,6 +177,10 @@ def ui_router(studies: ServiceStudies) -> APIRouter:
         return page("trial.html", request, user=user, study=_study_view(study), trial=trial,
                     summary=trial_telemetry(trial), steps=steps, columns=columns)
 
+
+
+def _study_actions(router: APIRouter, studies: ServiceStudies) -> None:
+    """A study's report, and stopping or queueing it again."""
     @router.get("/ui/studies/{name}/report")
     def report(name: str, user: Viewer, format: str = "html") -> Response:
         studies.owned(name, user)
@@ -167,13 +197,6 @@ def ui_router(studies: ServiceStudies) -> APIRouter:
     def resume(name: str, user: Viewer) -> RedirectResponse:
         studies.resume(name, user)
         return RedirectResponse(f"/ui/studies/{quote(name, safe='')}", status_code=303)
-
-    @router.get("/ui/static/plotly.min.js")
-    def plotly_js() -> Response:
-        return Response(_plotly_js(), media_type="application/javascript",
-                        headers={"Cache-Control": "public, max-age=86400"})
-
-    return router
 
 
 @functools.cache
