@@ -20,6 +20,7 @@ from scipy import stats
 from searchsvc.analysis.noise import CONFIDENCE, best_group, estimate_noise, estimate_of
 from searchsvc.analysis.trials import ranked, search_trials
 from searchsvc.core import StudyRecord, TrialRecord
+from searchsvc.core.direction import direction
 
 COMPARE_IMPROVED = "improved"
 COMPARE_WORSE = "worse"
@@ -87,7 +88,7 @@ def compare(baseline: StudyRecord, baseline_trials: Sequence[TrialRecord],
                           METHOD_COMPARE, f"no seed repeats in {missing}: the studies cannot be "
                           f"compared against noise{single}")
     assert a.sigma is not None and b.sigma is not None
-    sign = 1 if mode == "min" else -1
+    sign = direction(mode).sign
     better = sign * (a.mean - b.mean)  # positive: B is better
     va, vb = a.sigma**2 / a.repeats, b.sigma**2 / b.repeats
     se = math.sqrt(va + vb)

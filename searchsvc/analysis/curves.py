@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from searchsvc.analysis.trials import arm_label, ranked
 from searchsvc.core import TRIAL_INFEASIBLE, TrialRecord
+from searchsvc.core.direction import direction
 
 OVERFITTING = "overfitting"
 HIGH_VARIANCE = "high_variance"
@@ -65,7 +66,7 @@ def diagnose(trial: TrialRecord, metric: str, mode: str) -> CurveDiagnosis:
         details.append(f"{metric} became NaN/inf: training diverged")
     curve = [(s, float(v)) for s, v in raw if isinstance(v, int | float) and math.isfinite(v)]
     # Orient so that lower is better throughout.
-    ys = [v if mode == "min" else -v for _, v in curve]
+    ys = [direction(mode).loss(v) for _, v in curve]
     steps = [s for s, _ in curve]
     position = "unknown"
     best_step = last_step = None

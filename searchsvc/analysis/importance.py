@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from searchsvc.analysis.trials import ranked
 from searchsvc.core import TrialRecord
+from searchsvc.core.direction import direction
 from searchsvc.spec import StudySpec
 
 MIN_TRIALS = 8  # fewer finished trials give an importance that is mostly noise
@@ -38,7 +39,7 @@ def parameter_importance(spec: StudySpec, trials: Sequence[TrialRecord],
         return {}
     dists = {n: optuna_distribution(spec.parameters[n]) for n in names}
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    study = optuna.create_study(direction="minimize" if spec.mode == "min" else "maximize")
+    study = optuna.create_study(direction=direction(spec.mode).optuna)
     for t in usable:
         try:
             study.add_trial(optuna.trial.create_trial(

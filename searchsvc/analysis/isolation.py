@@ -27,6 +27,7 @@ from searchsvc.analysis.noise import (
 )
 from searchsvc.analysis.trials import ranked
 from searchsvc.core import TrialRecord
+from searchsvc.core.direction import direction
 from searchsvc.spec import StudySpec
 
 VERDICT_DIFFERS = "differs"
@@ -115,7 +116,7 @@ def _repeat_verdict(spec: StudySpec, name: str, points: list[IsolationPoint],
                          f"{name}: cannot compare the values ({why})", method)
     estimates = {p.value: estimate_of(best_group(by_value[p.value], spec.mode), noise)
                  for p in judged}
-    sign = 1 if spec.mode == "min" else -1
+    sign = direction(spec.mode).sign
     order = sorted(judged, key=lambda p: sign * p.mean)  # type: ignore[operator]
     winner = order[0]
     pairs = {p.value: pair_interval(estimates[winner.value], estimates[p.value], len(judged),
@@ -155,7 +156,7 @@ def _verdict(spec: StudySpec, name: str, points: list[IsolationPoint]) -> Isolat
     if len(points) < 2 or any(p.trials < 2 for p in points):
         return Isolation(name, tuple(points), VERDICT_INSUFFICIENT, None, None, None,
                          f"{name}: too few trials per value to compare (need 2 or more each)")
-    sign = 1 if spec.mode == "min" else -1
+    sign = direction(spec.mode).sign
     order = sorted(points, key=lambda p: sign * p.best)
     winner, runner_up = order[0], order[1]
     gap = abs(runner_up.best - winner.best)

@@ -26,6 +26,7 @@ from typing import Any
 from scipy import stats
 
 from searchsvc.core import TRIAL_COMPLETED, TrialRecord, is_finite_number
+from searchsvc.core.direction import direction
 from searchsvc.core.judging import is_search_trial
 
 CONFIDENCE = 0.95
@@ -195,7 +196,7 @@ def estimate_of(group: RepeatGroup, noise: NoiseEstimate) -> Estimate:
 
 def best_group(groups: Sequence[RepeatGroup], mode: str) -> RepeatGroup:
     """The group with the best mean (ties: the lower original number)."""
-    sign = 1 if mode == "min" else -1
+    sign = direction(mode).sign
     return min(groups, key=lambda g: (sign * g.mean, g.original))
 
 
@@ -219,7 +220,7 @@ def pair_interval(best: Estimate, other: Estimate, values: int, noise: NoiseEsti
                   mode: str) -> PairInterval:
     """The interval of ``other - best`` (oriented so positive means ``other`` is worse in
     ``mode``), simultaneous over every pair of ``values`` compared."""
-    sign = 1 if mode == "min" else -1
+    sign = direction(mode).sign
     diff = sign * (other.mean - best.mean)
     if noise.unequal:  # Welch, Bonferroni over the m(m-1)/2 pairs
         va, vb = best.sigma**2 / best.group.n, other.sigma**2 / other.group.n

@@ -19,6 +19,7 @@ from searchsvc.analysis.boundary import BoundaryCheck, check_boundaries
 from searchsvc.analysis.isolation import Isolation, isolate
 from searchsvc.analysis.trials import arm_label, search_trials
 from searchsvc.core import TRIAL_COMPLETED, Constraint, Objective, TrialRecord, objective_values
+from searchsvc.core.direction import direction
 from searchsvc.core.judging import outside_constraints
 from searchsvc.core.objectives import violations
 from searchsvc.spec import StudySpec
@@ -124,7 +125,7 @@ def constraint_summaries(spec: StudySpec, trials: Sequence[TrialRecord]
 
 def _losses(objectives: Sequence[Objective], points: Sequence[ObjectivePoint]) -> np.ndarray:
     """The points' values as losses (maximised objectives negated): smaller is better."""
-    signs = np.array([1.0 if o.mode == "min" else -1.0 for o in objectives])
+    signs = np.array([direction(o.mode).sign for o in objectives])
     return np.array([p.values for p in points], dtype=float).reshape(
         len(points), len(objectives)) * signs
 
@@ -151,7 +152,7 @@ def reference_point(objectives: Sequence[Objective], points: Sequence[ObjectiveP
     worst, best = losses.max(axis=0), losses.min(axis=0)
     span = np.where(worst > best, worst - best, np.maximum(np.abs(worst), 1.0))
     ref = worst + 0.1 * span
-    signs = np.array([1.0 if o.mode == "min" else -1.0 for o in objectives])
+    signs = np.array([direction(o.mode).sign for o in objectives])
     return tuple(float(v) for v in ref * signs)
 
 
@@ -160,7 +161,7 @@ def hypervolume(objectives: Sequence[Objective], points: Sequence[ObjectivePoint
     """The volume the points dominate up to ``reference`` (Optuna's exact algorithm)."""
     from optuna._hypervolume import compute_hypervolume
 
-    signs = np.array([1.0 if o.mode == "min" else -1.0 for o in objectives])
+    signs = np.array([direction(o.mode).sign for o in objectives])
     ref = np.asarray(reference, dtype=float) * signs
     losses = _losses(objectives, points)
     inside = losses[np.all(losses < ref, axis=1)] if len(points) else losses

@@ -2,6 +2,7 @@
 studies, trials, measurements and events. Pure Python: imports nothing else of searchsvc."""
 
 from searchsvc.core.curve import Curve, best_of, improves, is_finite_number
+from searchsvc.core.direction import Direction, direction
 from searchsvc.core.objectives import Constraint, Objective, final_metrics, objective_values
 from searchsvc.core.records import Measurement, StudyRecord, TokenGrant, TrialEvent, TrialRecord
 from searchsvc.core.states import (
@@ -51,6 +52,7 @@ __all__ = [
     "TRIAL_STATES",
     "Constraint",
     "Curve",
+    "Direction",
     "EventKind",
     "Measurement",
     "Objective",
@@ -61,6 +63,7 @@ __all__ = [
     "TrialRecord",
     "TrialState",
     "best_of",
+    "direction",
     "final_metrics",
     "improves",
     "is_finite_number",

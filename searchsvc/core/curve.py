@@ -7,6 +7,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from searchsvc.core.direction import direction
+
 
 def is_finite_number(value: Any) -> bool:
     """A real number (not a bool) that is neither NaN nor infinite."""
@@ -18,7 +20,7 @@ def improves(value: float | None, best: float | None, mode: str) -> bool:
     """Whether ``value`` is finite and beats ``best`` (None: nothing yet) in ``mode``."""
     if value is None or not is_finite_number(value):
         return False
-    return best is None or (value < best if mode == "min" else value > best)
+    return best is None or direction(mode).better(float(value), best)
 
 
 def best_of(values: Iterable[float | None], mode: str) -> float | None:

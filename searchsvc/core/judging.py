@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
+from searchsvc.core.direction import direction
 from searchsvc.core.objectives import Constraint
 from searchsvc.core.states import FINISHED_TRIAL_STATES, StudyState, TrialState
 
@@ -99,7 +100,7 @@ def has_result(trial: Judged) -> bool:
 
 def by_value(trials: Iterable[T], mode: str) -> list[T]:
     """The trials of ``trials`` with a result, best value first (ties: the lower number)."""
-    sign = 1.0 if mode == "min" else -1.0
+    sign = direction(mode).sign
     return sorted((t for t in trials if has_result(t)),
                   key=lambda t: (sign * float(t.best_value), t.number))  # type: ignore[arg-type]
 

@@ -23,6 +23,7 @@ from typing import Any
 from searchsvc.analysis import BoundaryCheck, StudyAnalysis
 from searchsvc.analysis.trials import arm_label, ranked, search_trials
 from searchsvc.core import TRIAL_INFEASIBLE, Curve, TrialRecord, is_finite_number
+from searchsvc.core.direction import direction
 from searchsvc.spec import ChoiceParameter, RangeParameter, StudySpec
 
 MAX_POINTS = 4000  # trials per axis plot; the best quarter always among them
@@ -322,7 +323,7 @@ def worst_edge(values: Sequence[float | None], mode: str) -> float:
     finite = [v for v in map(_finite, values) if v is not None]
     if not finite:
         return NO_VALUE_HEIGHT
-    return max(finite) if mode == "min" else min(finite)
+    return direction(mode).worst(finite)
 
 
 def shown_trials(spec: StudySpec, trials: Sequence[TrialRecord]) -> list[TrialRecord]:
@@ -433,7 +434,7 @@ def parallel_plot(spec: StudySpec, trials: Sequence[TrialRecord]) -> ParallelPlo
     dims.append(Dimension(spec.metric, metric))
     return ParallelPlot(key="parallel", title="Parallel coordinates (brush an axis to filter)",
                         dimensions=tuple(dims), colour=metric,
-                        lower_is_better=spec.mode == "min")
+                        lower_is_better=direction(spec.mode).lower_is_better)
 
 
 def rung_plot(analysis: StudyAnalysis) -> RungPlot | None:

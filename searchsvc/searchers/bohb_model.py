@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from searchsvc.core.direction import direction
 from searchsvc.spec import ChoiceParameter, Condition, RangeParameter, StudySpec
 
 
@@ -41,7 +42,8 @@ class BohbModel:
             warnings.simplefilter("ignore")
             from hpbandster.optimizers.config_generators.bohb import BOHB
         logging.getLogger("hpbandster").setLevel(logging.WARNING)
-        self.spec, self.context, self.minimize = spec, dict(context), spec.mode == "min"
+        self.spec, self.context, self.minimize = spec, dict(context), direction(
+            spec.mode).lower_is_better
         self.space, self.params, self.indexed = _config_space(spec, self.context, seed)
         self.rng = np.random.default_rng(seed)
         self.generator = BOHB(self.space, min_points_in_model=None, top_n_percent=top_n_percent,

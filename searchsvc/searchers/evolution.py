@@ -18,6 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core.direction import direction
 from searchsvc.searchers.base import Observation, Proposal, Searcher
 from searchsvc.searchers.bayesian import BayesianOptions, BayesianSearcher
 from searchsvc.searchers.simple import halton_points
@@ -98,7 +99,7 @@ class NasSearcher(Searcher):
         self._alive[arm.index].append((genes, observation.value))
 
     def _loss(self, value: float) -> float:
-        return value if self.spec.mode == "min" else -value
+        return direction(self.spec.mode).loss(value)
 
     def _random_genes(self, arm: Arm, index: int, rng: np.random.Generator) -> dict[str, Any]:
         dims = nuisance_dimensions(self.spec)

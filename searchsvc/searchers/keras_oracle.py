@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from searchsvc.core import TRIAL_COMPLETED, TRIAL_PRUNED
+from searchsvc.core.direction import direction
 from searchsvc.searchers.base import Observation, Proposal, Searcher
 from searchsvc.searchers.space import build_config, on_grid
 from searchsvc.searchers.space import trial_seed as _mix
@@ -46,7 +47,7 @@ class KerasTunerSearcher(Searcher):
 
         opts: KerasOracleOptions = self.options  # type: ignore[assignment]
         share = math.ceil(self.total_trials / len(self.arms))
-        objective = kt.Objective(self.spec.metric, "min" if self.spec.mode == "min" else "max")
+        objective = kt.Objective(self.spec.metric, str(direction(self.spec.mode)))
         common = {"objective": objective, "max_trials": share + 1,
                   "hyperparameters": _space(self.spec, build_config(self.spec, arm, {})),
                   # KerasTuner treats seed 0 as "no seed"

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE, TRIAL_PRUNED
+from searchsvc.core.direction import direction
 from searchsvc.core.objectives import objective_values, violations
 from searchsvc.searchers.space import on_grid
 from searchsvc.spec import ChoiceParameter, Parameter, RangeParameter, StudySpec
@@ -38,7 +39,7 @@ class ArmModel(ABC):
 
     def __init__(self, spec: StudySpec, context: Mapping[str, Any], seed: int):
         self.spec, self.context, self.seed = spec, dict(context), seed
-        self.minimize = spec.mode == "min"
+        self.minimize = direction(spec.mode).lower_is_better
         self.dims = [spec.parameters[n] for n in spec.parameter_order
                      if spec.parameters[n].role == "nuisance"]
 
@@ -117,7 +118,7 @@ class OptunaModel(ArmModel):
                     seed=seed, n_startup_trials=warmup, multivariate=True, group=True,
                     constant_liar=True)
         self.study = optuna.create_study(
-            directions=["minimize" if o.mode == "min" else "maximize" for o in spec.objectives],
+            directions=[direction(o.mode).optuna for o in spec.objectives],
             sampler=impl)
         self.asked: dict[int, Any] = {}
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from searchsvc.core import TRIAL_COMPLETED, TrialRecord
+from searchsvc.core.direction import direction
 from searchsvc.core.judging import has_result, search_trials
 from searchsvc.searchers.base import NoOptions, Proposal, Searcher
 from searchsvc.searchers.space import Arm, trial_seed
@@ -41,7 +42,7 @@ def plan_repeats(spec: StudySpec, noise: Noise, arms: Sequence[Arm],
     first, best first; an arm with fewer of them fills up with its best pruned trials (judged
     on less training, but a multi-fidelity search can prune a whole weak arm, which would
     otherwise go unmeasured). Repeats always run the whole budget."""
-    sign = 1 if spec.mode == "min" else -1
+    sign = direction(spec.mode).sign
     plan = []
     for a, arm in enumerate(arms):
         mine = [t for t in search_trials(trials)

@@ -35,6 +35,7 @@ from searchsvc.core import (
     TrialRecord,
     TrialState,
 )
+from searchsvc.core.direction import direction
 from searchsvc.core.judging import USABLE_STATES, Candidate, StudyCounts, best_value
 from searchsvc.errors import ConflictError, NotFoundError, StoreError
 from searchsvc.store import jsonutil
@@ -379,7 +380,7 @@ class SqlStore(Store):
                 s.execute(insert(cast(Table, MeasurementRow.__table__)), rows)
             if best_found is not None:
                 best_step, best = best_found
-                better = (trial.c.best_value > best) if mode == "min" else (
+                better = (trial.c.best_value > best) if direction(mode).lower_is_better else (
                     trial.c.best_value < best)
                 s.execute(update(trial).where(
                     trial.c.id == trial_id, trial.c.best_value.is_(None) | better,
@@ -560,7 +561,8 @@ class SqlStore(Store):
                 best = best_value(candidates.get(study_id, []), mode[study_id],
                                   constrained[study_id])
             else:
-                best = best_value([Candidate(0, state, low if mode[study_id] == "min" else high,
+                lowest = direction(mode[study_id]).lower_is_better
+                best = best_value([Candidate(0, state, low if lowest else high,
                                              repeat_of=0 if repeat else None)
                                    for state, repeat, _, low, high in rows], mode[study_id])
             found[study_id] = (counts, best)
