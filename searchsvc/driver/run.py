@@ -10,12 +10,12 @@ import socket
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from searchsvc import provenance
-from searchsvc.backends import backend_class
+from searchsvc.backends import Backend, backend_class
 from searchsvc.codebundle import CodeBundle, module_in_bundle
 from searchsvc.core import (
     STUDY_RUNNING,
@@ -131,17 +131,73 @@ def run_study(name: str, store: Store, options: RunOptions, *,
     ``searcher``: a fresh searcher of it, not yet fed any observation (else made here);
     ``trackers``: the study's experiment trackers, which the caller ends after its report
     (else made here from the spec's ``tracking:``, and ended here without a report)."""
+    run = _plan(name, store, options, spec, searcher, trackers)
+    _execute(run)
+    return _finish(run)
+
+
+@dataclass
+class _Run:
+    """One run of a study, as its steps (plan, search, repeats, finish) share it."""
+
+    store: Store
+    options: RunOptions
+    spec: StudySpec
+    searcher: Searcher
+    study: StudyRecord
+    trials: list[TrialRecord]  # as stored when the run began
+    finished: set[int]  # numbers of the trials that had ended before it
+    backend: type[Backend]
+    noise: Noise | None
+    history: list[Observation]  # what the searcher was told of the finished trials
+    progress: Progress
+    trackers: Tracker
+    own_trackers: bool
+    started: float = field(default_factory=time.monotonic)
+    ctrl_c: _CtrlC = field(default_factory=lambda: _CtrlC())
+    callback: Any = None
+    searched_all: bool = False  # a backend running its own search decides its trial count
+    _repeats: list[Proposal] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.study.name
+
+    @property
+    def searched(self) -> int:
+        """The search's trials; seed repeats are numbered after them."""
+        return self.searcher.total_trials
+
+    @property
+    def pending(self) -> list[int]:
+        return [n for n in range(self.searched) if n not in self.finished]
+
+    def repeats(self) -> list[Proposal]:
+        """The seed repeats to run: planned once, when the search has run (none before it
+        finished: they rerun its best configurations)."""
+        if self._repeats is None:
+            self._repeats = _repeat_plan(self.spec, self.store, self.name, self.searcher,
+                                         self.noise)
+        return self._repeats
+
+    def time_left(self) -> float | None:
+        limit = self.spec.budget.time_limit_s
+        return None if limit is None else limit - (time.monotonic() - self.started)
+
+
+def _plan(name: str, store: Store, options: RunOptions, spec: StudySpec | None,
+          searcher: Searcher | None, trackers: Tracker | None) -> _Run:
+    """Claim the study, replay its finished trials into the searcher (after the warm start's),
+    and start its progress display and trackers."""
     study = store.get_study(name)
     _claim(study, store)
     spec = spec or spec_of(study)
     searcher = searcher or create_searcher(spec)
     store.interrupt_running_trials(study.id)  # left over from a driver that died
     trials = store.get_trials(name, measurements=True)
-    finished = {t.number for t in trials if t.finished}
     backend = backend_class(spec.backend)
     noise = repeat_settings(spec, searcher, backend.runs_own_search)
-    searched = searcher.total_trials  # the search's trials; seed repeats are numbered after
-    total = searched + planned_repeats(noise, len(searcher.arms))
+    total = searcher.total_trials + planned_repeats(noise, len(searcher.arms))
     # As the live study told its searcher: a value only for trials that ended with one.
     # Repeats are not the searcher's proposals: it never sees them.
     history = [_observation(t, t.number, study.metric, spec.constraints) for t in trials
@@ -150,75 +206,94 @@ def run_study(name: str, store: Store, options: RunOptions, *,
         study = _warm_start(spec, study, store, searcher)
     for observation in history:
         searcher.observe(observation)
-    pending = [n for n in range(searched) if n not in finished]
     progress = Progress(study.name, total, study.metric, study.mode, history=trials,
                         constraints=spec.constraints, stream=options.progress_stream,
                         live=options.live_progress)
     study = store.update_study(name, state=STUDY_RUNNING, started_at=study.started_at or
                                time.time(), driver=_driver_info())
-    own_trackers = trackers is None
-    trackers = _start_tracking(spec, study, trials, progress, trackers)
-    reason = "all trials finished"
-    started = time.monotonic()
-    limit = spec.budget.time_limit_s
-    callback = None
-    searched_all = False  # a backend running its own search decides how many trials it has
-    ctrl_c = _CtrlC()
-    # Ray only for trials to run: a finished search whose repeats all ran needs none.
-    started_ray = bool(pending) or any(
-        p.number not in finished for p in _repeat_plan(spec, store, name, searcher, noise))
-    stop_watching = watch_outages(store, study.id, progress)
+    return _Run(store, options, spec, searcher, study, trials,
+                {t.number for t in trials if t.finished}, backend, noise, history, progress,
+                _start_tracking(spec, study, trials, progress, trackers), trackers is None)
+
+
+def _execute(run: _Run) -> None:
+    """Run the trials left (the search's, then the seed repeats), on Ray only when some are
+    left; whatever stops it, trials still running are recorded as interrupted."""
+    pending = run.pending
+    needs_ray = bool(pending) or any(p.number not in run.finished for p in run.repeats())
+    stop_watching = watch_outages(run.store, run.study.id, run.progress)
     try:
-        if pending and backend.runs_own_search:
+        if pending and run.backend.runs_own_search:
             from searchsvc.driver.own_search import run_own_search
 
-            with _ray_session(spec, options, code_path(study)):
-                searched_all = run_own_search(backend, spec, study, store, progress, finished)
-            trackers.sync(store.get_trials(name, measurements=True))  # no per-trial calls
-        elif started_ray:
-            with _ray_session(spec, options, code_path(study)), ctrl_c.graceful():
-                if pending:
-                    callback = _fit(spec, study, store, searcher, pending, history, progress,
-                                    options, limit, trackers)
-                plan = _repeat_plan(spec, store, name, searcher, noise)
-                left = None if limit is None else limit - (time.monotonic() - started)
-                todo = [p.number for p in plan if p.number not in finished]
-                if todo and not ctrl_c.pressed and (left is None or left > 0):
-                    callback = _fit(spec, study, store, RepeatSearcher(spec, plan), todo, [],
-                                    progress, options, left, trackers)
+            with _ray_session(run.spec, run.options, code_path(run.study)):
+                run.searched_all = run_own_search(run.backend, run.spec, run.study, run.store,
+                                                  run.progress, run.finished)
+            # no per-trial calls: the trackers catch up from the store
+            run.trackers.sync(run.store.get_trials(run.name, measurements=True))
+        elif needs_ray:
+            with _ray_session(run.spec, run.options, code_path(run.study)), \
+                    run.ctrl_c.graceful():
+                _search_then_repeat(run, pending)
     except KeyboardInterrupt:
-        ctrl_c.pressed = True
+        run.ctrl_c.pressed = True
     finally:
         try:  # with the store gone past its window these fail too: the display still ends
-            if callback is not None:
-                callback.interrupt_all()
-            store.interrupt_running_trials(study.id)
+            if run.callback is not None:
+                run.callback.interrupt_all()
+            run.store.interrupt_running_trials(run.study.id)
         finally:
             stop_watching()
-            if started_ray:
-                progress.stop()
-    done = {t.number for t in store.get_trials(name) if t.finished}
-    search_done = all(n in done for n in range(searched))
-    plan = _repeat_plan(spec, store, name, searcher, noise)
-    if noise is not None and search_done:
-        total = searched + len(plan)  # an arm with too few completed trials gets fewer
-    complete = searched_all or (search_done and all(p.number in done for p in plan))
-    if not complete and ctrl_c.pressed:
+            if needs_ray:
+                run.progress.stop()
+
+
+def _search_then_repeat(run: _Run, pending: list[int]) -> None:
+    """The search's pending trials on Ray Tune, then the seed repeats of its best configs
+    (unless Ctrl-C or the time limit stopped the search)."""
+    if pending:
+        run.callback = _fit(run.spec, run.study, run.store, run.searcher, pending, run.history,
+                            run.progress, run.options, run.spec.budget.time_limit_s,
+                            run.trackers)
+    plan = run.repeats()
+    left = run.time_left()
+    todo = [p.number for p in plan if p.number not in run.finished]
+    if todo and not run.ctrl_c.pressed and (left is None or left > 0):
+        run.callback = _fit(run.spec, run.study, run.store, RepeatSearcher(run.spec, plan),
+                            todo, [], run.progress, run.options, left, run.trackers)
+
+
+def _finish(run: _Run) -> RunOutcome:
+    """The study's end state and why (core.judging's rule), recorded; the trackers closed
+    when the run made them."""
+    done = {t.number for t in run.store.get_trials(run.name) if t.finished}
+    search_done = all(n in done for n in range(run.searched))
+    total = run.searched + planned_repeats(run.noise, len(run.searcher.arms))
+    if run.noise is not None and search_done:
+        total = run.searched + len(run.repeats())  # an arm with too few trials gets fewer
+    complete = run.searched_all or (search_done and all(p.number in done
+                                                        for p in run.repeats()))
+    limit = run.spec.budget.time_limit_s
+    reason = "all trials finished"
+    if not complete and run.ctrl_c.pressed:
         reason = STOPPED_BY_CTRL_C
     elif not complete:
-        reason = ("time limit reached" if limit and time.monotonic() - started >= 0.98 * limit
+        reason = ("time limit reached"
+                  if limit and time.monotonic() - run.started >= 0.98 * limit
                   else "stopped before all trials ran")
-    state, failure = study_end(study_counts(store.get_trials(name)), stopped=not complete)
+    state, failure = study_end(study_counts(run.store.get_trials(run.name)),
+                               stopped=not complete)
     if failure is not None:
         reason = failure
-    study = store.update_study(
-        name, state=state, finished_at=time.time() if complete else None, driver={},
-        **({} if backend.runs_own_search else {"total_trials": total}),
-        **({} if failure is None else {"provenance": {**study.provenance, "failure": failure}}),
+    study = run.store.update_study(
+        run.name, state=state, finished_at=time.time() if complete else None, driver={},
+        **({} if run.backend.runs_own_search else {"total_trials": total}),
+        **({} if failure is None else {"provenance": {**run.study.provenance,
+                                                      "failure": failure}}),
     )
-    if own_trackers:
-        trackers.study_finished(study, None)
-        trackers.close()
+    if run.own_trackers:
+        run.trackers.study_finished(study, None)
+        run.trackers.close()
     return RunOutcome(study, len(done), total, reason)
 
 
