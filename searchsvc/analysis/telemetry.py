@@ -52,6 +52,7 @@ class TrialTelemetry:
     gpu_mem_total_mb: float | None
     gpu_name: str | None
     gpu_absent: str | None  # why there are no GPU fields ("gpu: none assigned", "nvml: ...")
+    gpu_uuid: str | None = None  # the device(s) it ran on (worker/gpus.py resolves the ids)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -113,6 +114,7 @@ def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
     peaks, totals, rss = (_numbers(rows, "gpu_mem_peak_mb"), _numbers(rows, "gpu_mem_total_mb"),
                           _numbers(rows, "rss_mb"))
     names = [r["gpu_name"] for r in rows if isinstance(r.get("gpu_name"), str)]
+    uuids = [r["gpu_uuid"] for r in rows if isinstance(r.get("gpu_uuid"), str)]
     absent = next((f"{k}: {r[k]}" for r in rows for k in ("gpu", "nvml")
                    if isinstance(r.get(k), str)), None)
     end = trial.finished_at or max((m.recorded_at for m in trial.measurements), default=None)
@@ -126,7 +128,8 @@ def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
         gpu_util_mean=_mean(_numbers(rows, "gpu_util_mean")),
         gpu_mem_peak_mb=max(peaks) if peaks else None,
         gpu_mem_total_mb=min(totals) if totals else None,
-        gpu_name=names[-1] if names else None, gpu_absent=None if peaks else absent)
+        gpu_name=names[-1] if names else None, gpu_absent=None if peaks else absent,
+        gpu_uuid=uuids[-1] if uuids else None)
 
 
 def study_telemetry(trials: Sequence[TrialRecord], gpu_per_trial: float) -> StudyTelemetry:

@@ -20,7 +20,7 @@ def parameter_names(trials: Sequence[TrialRecord]) -> list[str]:
 
 TELEMETRY_COLUMNS = ("step_time_mean_s", "samples_per_s_mean", "data_wait_fraction",
                      "cpu_percent_mean", "rss_mb_peak", "gpu_util_mean", "gpu_mem_peak_mb",
-                     "gpu_mem_total_mb", "gpu_name", "gpu_absent")
+                     "gpu_mem_total_mb", "gpu_name", "gpu_uuid", "gpu_absent")
 
 
 def _rounded(value: Any) -> Any:

@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from searchsvc.worker.gpus import MIG_UTILISATION, resolve
+
 GPU_SAMPLE_S = 0.25  # NVML sampling period
 MB = 1024 * 1024
 
@@ -45,22 +47,29 @@ class _GpuSampler:
     """NVML samples of the assigned GPUs' utilisation and memory, in a daemon thread. Each
     :meth:`take` returns the summary since the previous one."""
 
-    def __init__(self, gpu_ids: list[str], period_s: float = GPU_SAMPLE_S):
-        import pynvml  # type: ignore[import-untyped]
+    def __init__(self, gpu_ids: list[str], period_s: float = GPU_SAMPLE_S, *,
+                 nvml: Any = None, order: str | None = None):
+        """``nvml``: the ``pynvml`` module (a fake one in tests); ``order``: the
+        ``CUDA_DEVICE_ORDER`` the ids are numbered in (default: this process's)."""
+        if nvml is None:
+            import pynvml  # type: ignore[import-untyped]
 
-        self.nvml = pynvml
-        pynvml.nvmlInit()
+            nvml = pynvml
+        self.nvml = nvml
+        nvml.nvmlInit()
         try:
-            self.handles = [pynvml.nvmlDeviceGetHandleByUUID(g) if not g.isdigit()
-                            else pynvml.nvmlDeviceGetHandleByIndex(int(g)) for g in gpu_ids]
-            self.names = [_text(pynvml.nvmlDeviceGetName(h)) for h in self.handles]
-            self.total_mb = sum(pynvml.nvmlDeviceGetMemoryInfo(h).total for h in self.handles) / MB
+            order = os.environ.get("CUDA_DEVICE_ORDER") if order is None else order
+            self.gpus = resolve(nvml, gpu_ids, order)
+            self.handles = [g.handle for g in self.gpus]
+            self.names = [g.name for g in self.gpus]
+            self.total_mb = sum(nvml.nvmlDeviceGetMemoryInfo(h).total for h in self.handles) / MB
         except Exception:
-            pynvml.nvmlShutdown()
+            nvml.nvmlShutdown()
             raise
         self.gpu_ids, self.period_s, self.pid = gpu_ids, period_s, os.getpid()
         self.lock = threading.Lock()
         self.utils: list[float] = []
+        self.samples = 0
         self.peak_mb: float | None = None
         self.scope = "process"
         self.stopping = threading.Event()
@@ -76,8 +85,10 @@ class _GpuSampler:
 
     def _sample(self) -> None:
         nvml = self.nvml
-        util = sum(nvml.nvmlDeviceGetUtilizationRates(h).gpu for h in self.handles) / len(
-            self.handles)
+        # A MIG instance has no utilisation in NVML: the others' mean, or none at all.
+        whole = [g.handle for g in self.gpus if not g.mig]
+        util = (sum(nvml.nvmlDeviceGetUtilizationRates(h).gpu for h in whole) / len(whole)
+                if whole else None)
         used, scope = 0.0, "process"
         for handle in self.handles:
             mine = None
@@ -91,27 +102,37 @@ class _GpuSampler:
                 mine, scope = nvml.nvmlDeviceGetMemoryInfo(handle).used, "device"
             used += mine
         with self.lock:
-            self.utils.append(float(util))
+            if util is not None:
+                self.utils.append(float(util))
+            self.samples += 1
             self.peak_mb = max(self.peak_mb or 0.0, used / MB)
             if scope == "device":
                 self.scope = "device"
 
-    def take(self) -> dict[str, Any]:
+    def _taken(self) -> tuple[list[float], int, float | None]:
         with self.lock:
-            utils, peak = self.utils, self.peak_mb
-            self.utils, self.peak_mb = [], None
-        if not utils:  # a step shorter than the sampling period: sample it now
+            found = self.utils, self.samples, self.peak_mb
+            self.utils, self.samples, self.peak_mb = [], 0, None
+        return found
+
+    def take(self) -> dict[str, Any]:
+        utils, samples, peak = self._taken()
+        if not samples:  # a step shorter than the sampling period: sample it now
             try:
                 self._sample()
             except Exception as exc:
                 return {"nvml": f"unavailable: {type(exc).__name__}: {exc}"}
-            with self.lock:
-                utils, peak = self.utils, self.peak_mb
-                self.utils, self.peak_mb = [], None
-        return {"gpu_ids": list(self.gpu_ids), "gpu_name": ", ".join(self.names),
-                "gpu_util_mean": sum(utils) / len(utils), "gpu_mem_peak_mb": peak,
-                "gpu_mem_total_mb": self.total_mb, "gpu_mem_scope": self.scope,
-                "gpu_samples": len(utils)}
+            utils, samples, peak = self._taken()
+        out: dict[str, Any] = {
+            "gpu_ids": list(self.gpu_ids), "gpu_name": ", ".join(self.names),
+            "gpu_uuid": ", ".join(g.uuid for g in self.gpus), "gpu_mem_peak_mb": peak,
+            "gpu_mem_total_mb": self.total_mb, "gpu_mem_scope": self.scope,
+            "gpu_samples": samples}
+        if utils:
+            out["gpu_util_mean"] = sum(utils) / len(utils)
+        if any(g.mig for g in self.gpus):
+            out["gpu_util"] = MIG_UTILISATION
+        return out
 
     def close(self) -> None:
         self.stopping.set()
@@ -120,8 +141,6 @@ class _GpuSampler:
             self.nvml.nvmlShutdown()
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class Telemetry:
