@@ -143,9 +143,12 @@ def preflight(
 
 
 def _print_preflight(found: PreflightResult) -> None:
+    from searchsvc.analysis.preflight import ADVISORY_CHECKS
+
     marks = {True: "ok  ", False: "FAIL", None: "skip"}
     for check in found.checks:
-        out.print(f"preflight {marks[check.ok]} {check.name}: {check.detail}", markup=False)
+        mark = "WARN" if check.ok is False and check.name in ADVISORY_CHECKS else marks[check.ok]
+        out.print(f"preflight {mark} {check.name}: {check.detail}", markup=False)
     for line in found.lines():
         if not line.startswith("Preflight failed"):
             out.print(line, markup=False)

@@ -78,6 +78,10 @@ class Probe:
     start_s: float = 0.0  # from submitting the task to its first line (Ray's scheduling)
     import_s: float = 0.0  # importing the objective in the fresh worker
     warm_first_s: float | None = None  # a second, warm run's time to its first report
+    # sdk.data_loader under preflight: the dataset's read rates (worker/preflight.py) and, per
+    # batch, (seconds waited for it, seconds worked on it, samples in it)
+    loader: Mapping[str, Any] | None = None
+    batches: tuple[tuple[float, float, int | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -130,12 +134,46 @@ def check_probe(spec: StudySpec, probe: Probe) -> tuple[list[Check], list[SpecIs
         where = ("metric",) if key in {o.name for o in spec.objectives} else ("objective",)
         issues.append(source.issue(where, message))
         checks.append(Check("finite", False, message))
+    checks.append(input_check(probe))
     hook_checks = hook_outcomes(probe.hook)
     for check in hook_checks:
         checks.append(check)
         if check.ok is False:
             issues.append(source.issue(("objective",), check.detail))
     return checks, issues
+
+
+# Checks that warn and never stop a study (their failure is not a study-file issue).
+ADVISORY_CHECKS = frozenset({"input_pipeline"})
+
+
+def input_check(probe: Probe) -> Check:
+    """Whether the data pipeline will keep up: the loader's read rate over its dataset
+    (shuffled, times its worker processes) against the rate the training step consumes
+    samples (batch samples over the time spent on each batch). Slower reads mean an
+    input-bound study, named before it runs."""
+    name = "input_pipeline"
+    loader = probe.loader
+    if loader is None:
+        return Check(name, None, "the objective does not iterate sdk.data_loader(...)")
+    if not loader.get("measured"):
+        return Check(name, None, f"read rate not measured: {loader.get('why')}")
+    # The first batch pays for warm-up: left out when there are others to time.
+    batches = probe.batches[1:] if len(probe.batches) > 2 else probe.batches
+    timed = [(work, n) for _, work, n in batches if n]
+    if not timed or sum(w for w, _ in timed) <= 0:
+        return Check(name, None, "too few batches in preflight to time the training step")
+    consumed = sum(n for _, n in timed) / sum(w for w, _ in timed)
+    workers = int(loader.get("workers") or 0)
+    read = float(loader["shuffled_per_s"]) * max(workers, 1)
+    reads = (f"the loader reads {read:,.0f} samples/s shuffled ({loader['shuffled_per_s']:,.0f}"
+             f"/s per process x {max(workers, 1)}; {loader['sequential_per_s']:,.0f}/s in "
+             f"order), the training step consumes {consumed:,.0f} samples/s")
+    if read >= consumed:
+        return Check(name, True, reads)
+    return Check(name, False, f"input-bound: {reads}, so the GPU or CPU will wait for data "
+                 f"about {1 - read / consumed:.0%} of the time. More DataLoader workers "
+                 "(num_workers), faster storage, or decoding and caching ahead would help")
 
 
 def hook_outcomes(hook: HookResult | None) -> list[Check]:
@@ -364,7 +402,10 @@ def summary_lines(result: Mapping[str, Any]) -> list[str]:
             f"{saving}, {estimate['concurrency']} at once: about "
             f"{describe_duration(estimate['wall_s'])} wall time, "
             f"{estimate['gpu_hours']:.3g} GPU-hours, {estimate['cpu_hours']:.3g} CPU-hours.")
-    failed = [c for c in result.get("checks", ()) if c.get("ok") is False]
+    failed = [c for c in result.get("checks", ())
+              if c.get("ok") is False and c.get("name") not in ADVISORY_CHECKS]
     if failed:
         lines.append("Preflight failed: " + "; ".join(c["detail"] for c in failed))
+    lines += [f"Preflight warning: {c['detail']}." for c in result.get("checks", ())
+              if c.get("ok") is False and c.get("name") in ADVISORY_CHECKS]
     return lines

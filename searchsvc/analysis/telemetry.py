@@ -53,6 +53,7 @@ class TrialTelemetry:
     gpu_name: str | None
     gpu_absent: str | None  # why there are no GPU fields ("gpu: none assigned", "nvml: ...")
     gpu_uuid: str | None = None  # the device(s) it ran on (worker/gpus.py resolves the ids)
+    time_to_first_batch_s: float | None = None  # its start to sdk.data_loader's first batch
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -129,7 +130,8 @@ def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
         gpu_mem_peak_mb=max(peaks) if peaks else None,
         gpu_mem_total_mb=min(totals) if totals else None,
         gpu_name=names[-1] if names else None, gpu_absent=None if peaks else absent,
-        gpu_uuid=uuids[-1] if uuids else None)
+        gpu_uuid=uuids[-1] if uuids else None,
+        time_to_first_batch_s=next(iter(_numbers(rows, "time_to_first_batch_s")), None))
 
 
 def study_telemetry(trials: Sequence[TrialRecord], gpu_per_trial: float) -> StudyTelemetry:

@@ -132,7 +132,8 @@ def run_preflight(spec: StudySpec, *, code: str | None = None,
         hook=None if hook is None else HookResult(tuple(hook["overfit_losses"]),
                                                   hook["num_classes"], hook["error"]),
         hook_s=raw["hook_s"], start_s=raw["start_s"], import_s=raw["import_s"],
-        warm_first_s=raw["warm_first_s"])
+        warm_first_s=raw["warm_first_s"], loader=raw.get("loader"),
+        batches=tuple(tuple(b) for b in raw.get("batches") or ()))
     checks, issues = check_probe(spec, found)
     timing = timing_of(found)
     estimate = None

@@ -19,6 +19,7 @@ def parameter_names(trials: Sequence[TrialRecord]) -> list[str]:
 
 
 TELEMETRY_COLUMNS = ("step_time_mean_s", "samples_per_s_mean", "data_wait_fraction",
+                     "time_to_first_batch_s",
                      "cpu_percent_mean", "rss_mb_peak", "gpu_util_mean", "gpu_mem_peak_mb",
                      "gpu_mem_total_mb", "gpu_name", "gpu_uuid", "gpu_absent")
 

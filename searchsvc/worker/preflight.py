@@ -22,6 +22,9 @@ from searchsvc.worker.context import TrialContext, current, seed_trial, set_curr
 from searchsvc.worker.objective import resolve_objective
 
 OVERFIT_STEPS = 30  # calls of the objective's overfit_step under preflight
+LOADER_SAMPLES = 256  # samples read from the loader's dataset, in each order
+LOADER_SECONDS = 2.0  # ... or for at most this long in each order
+LOADER_BATCHES = 64  # batches whose wait and compute time are kept
 
 _hook: dict[str, Any] | None = None  # set while a preflight runs in this process
 
@@ -54,6 +57,69 @@ def run_hook(overfit_step: Callable[[], float] | None, num_classes: int | None) 
     _hook.update(overfit_losses=losses, num_classes=None if num_classes is None
                  else int(num_classes), error=error, first_seconds=spent,
                  seconds=_hook.get("seconds", 0.0) + spent)
+
+
+def measure_loader(loader: Any) -> None:
+    """Under preflight, the first ``sdk.data_loader``'s read rate: up to LOADER_SAMPLES samples
+    of its map-style dataset (a torch ``DataLoader``'s ``.dataset``), read in order and in a
+    shuffled order (random access is what a shuffled epoch does), as samples/s; with its
+    worker count. Nothing to read without a dataset that has ``len()`` and indexing."""
+    if _hook is None or "loader" in _hook:
+        return
+    dataset = getattr(loader, "dataset", None)
+    workers = int(getattr(loader, "num_workers", 0) or 0)
+    if dataset is None or not hasattr(dataset, "__getitem__") or not hasattr(dataset,
+                                                                              "__len__"):
+        _hook["loader"] = {"measured": False, "workers": workers,
+                           "why": "it has no map-style dataset (len() and indexing) to read"}
+        return
+    import random
+
+    size = len(dataset)
+    count = min(LOADER_SAMPLES, size)
+    shuffled = random.Random(0).sample(range(size), count)
+    try:
+        _hook["loader"] = {"measured": True, "workers": workers, "dataset_size": size,
+                           "sequential_per_s": _read_rate(dataset, range(count)),
+                           "shuffled_per_s": _read_rate(dataset, shuffled)}
+    except Exception as exc:  # the trial itself will meet it, and report it
+        _hook["loader"] = {"measured": False, "workers": workers,
+                           "why": f"reading its dataset raised {type(exc).__name__}: {exc}"}
+
+
+def _read_rate(dataset: Any, indices: Sequence[int]) -> float:
+    started = time.perf_counter()
+    read = 0
+    for index in indices:
+        dataset[index]
+        read += 1
+        if time.perf_counter() - started > LOADER_SECONDS:
+            break
+    return read / max(time.perf_counter() - started, 1e-9)
+
+
+def record_batch(wait_s: float, compute_s: float, item: Any) -> None:
+    """Under preflight, one batch from ``sdk.data_loader``: how long the loop waited for it,
+    how long it then worked before asking for the next, and how many samples it held."""
+    if _hook is None:
+        return
+    batches = _hook.setdefault("batches", [])
+    if len(batches) < LOADER_BATCHES:
+        batches.append((wait_s, compute_s, batch_size(item)))
+
+
+def batch_size(item: Any) -> int | None:
+    """The number of samples in a batch: the length of a tensor, array or list, or of the
+    first element of an (inputs, targets) pair; None when it has none."""
+    first = item[0] if isinstance(item, tuple | list) and item and hasattr(
+        item[0], "__len__") and not isinstance(item[0], str) else item
+    shape = getattr(first, "shape", None)
+    if shape is not None and len(shape):
+        return int(shape[0])
+    try:
+        return len(first)
+    except TypeError:
+        return None
 
 
 class _Enough(BaseException):
@@ -140,7 +206,8 @@ def probe(config: dict[str, Any], settings: Any, steps: int, submitted_at: float
             "crashed_at_import": at_import, "returned": returned, "hook": measured,
             "hook_s": float(hook.get("first_seconds", 0.0)),
             "start_s": max(started - submitted_at, 0.0), "import_s": import_s,
-            "warm_first_s": warm_first_s}
+            "warm_first_s": warm_first_s, "loader": hook.get("loader"),
+            "batches": hook.get("batches", [])}
 
 
 def describe_exception(exc: BaseException, paths: Sequence[str]) -> str:

@@ -147,7 +147,9 @@ class Telemetry:
     """One trial's collector: :meth:`step` at each report gives that step's telemetry."""
 
     def __init__(self, gpu_ids: list[str] | None = None):
-        self.last = time.perf_counter()
+        self.last = self.trial_started = time.perf_counter()
+        self.first_batch_s: float | None = None  # trial start to its first batch
+        self.first_batch_told = False
         self.waited_s = 0.0  # waiting in a data_loader's next() since the last step
         self.loader_used = False
         self.process: Any = None
@@ -173,7 +175,8 @@ class Telemetry:
     def restart(self) -> None:
         """Start the next step's clock now (the objective is about to be called: its import
         and the worker's setup are not part of its first step)."""
-        self.last = time.perf_counter()
+        self.last = self.trial_started = time.perf_counter()
+        self.first_batch_s, self.first_batch_told = None, False
         self.waited_s = 0.0
         if self.process is not None:
             with contextlib.suppress(Exception):
@@ -183,6 +186,12 @@ class Telemetry:
         self.waited_s += seconds
         self.loader_used = True
 
+    def batch_arrived(self, at: float) -> None:
+        """A batch came from ``sdk.data_loader`` at ``at`` (perf_counter): the first one times
+        the trial's start to its first batch (workers started, files opened, first reads)."""
+        if self.first_batch_s is None:
+            self.first_batch_s = at - self.trial_started
+
     def step(self, samples: int | float | None = None) -> dict[str, Any]:
         now = time.perf_counter()
         step_time = now - self.last
@@ -191,6 +200,9 @@ class Telemetry:
             out["samples"] = samples
             if step_time > 0:
                 out["samples_per_s"] = samples / step_time
+        if self.first_batch_s is not None and not self.first_batch_told:
+            out["time_to_first_batch_s"] = self.first_batch_s
+            self.first_batch_told = True
         if self.loader_used:
             out["data_wait_s"] = self.waited_s
             out["data_wait_fraction"] = min(self.waited_s / step_time, 1.0) if step_time > 0 \
@@ -232,20 +244,28 @@ class TimedLoader:
         self.iterable = iterable
 
     def __iter__(self) -> Iterator[Any]:
+        from searchsvc.worker import preflight
         from searchsvc.worker.context import current
 
-        started = time.perf_counter()
+        if preflight.active():
+            preflight.measure_loader(self.iterable)
+        asked = time.perf_counter()
         iterator = iter(self.iterable)  # a DataLoader starts its workers here: counted too
         while True:
             try:
                 item = next(iterator)
             except StopIteration:
                 return
+            got = time.perf_counter()
             telemetry = current().telemetry
             if telemetry is not None:
-                telemetry.waited(time.perf_counter() - started)
+                telemetry.waited(got - asked)
+                telemetry.batch_arrived(got)
             yield item
-            started = time.perf_counter()
+            done = time.perf_counter()
+            if preflight.active():
+                preflight.record_batch(got - asked, done - got, item)
+            asked = done
 
     def __len__(self) -> int:
         return len(self.iterable)  # type: ignore[arg-type]

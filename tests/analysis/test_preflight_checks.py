@@ -179,3 +179,25 @@ def test_a_study_keeping_checkpoints_pays_for_one_every_step() -> None:
     kept = estimate_cost(**args, checkpoints=True)
     assert kept.wall_s - estimate_cost(**args).wall_s == pytest.approx(
         4 * 10 * CHECKPOINT_STEP_S / 2)
+
+
+def test_the_input_pipeline_check_compares_read_and_consume_rates() -> None:
+    from searchsvc.analysis.preflight import input_check
+
+    measured = {"measured": True, "workers": 2, "dataset_size": 1000,
+                "sequential_per_s": 900.0, "shuffled_per_s": 300.0}
+    # 32 samples per batch, 0.01 s of work on each: 3,200 samples/s consumed
+    batches = ((0.5, 0.2, 32), (0.1, 0.01, 32), (0.1, 0.01, 32))
+    bound = input_check(Probe(loader=measured, batches=batches))
+    assert bound.ok is False and bound.detail.startswith(
+        "input-bound: the loader reads 600 samples/s shuffled (300/s per process x 2; 900/s in "
+        "order), the training step consumes 3,200 samples/s")
+    assert "81%" in bound.detail and "num_workers" in bound.detail
+    keeps_up = input_check(Probe(loader={**measured, "shuffled_per_s": 2000.0},
+                                 batches=batches))
+    assert keeps_up.ok is True
+    assert input_check(Probe()).ok is None  # no sdk.data_loader
+    assert "no map-style dataset" in input_check(Probe(loader={
+        "measured": False, "why": "it has no map-style dataset (len() and indexing) to read"})
+    ).detail
+    assert input_check(Probe(loader=measured, batches=((0.1, 0.0, None),))).ok is None

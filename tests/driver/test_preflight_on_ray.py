@@ -177,3 +177,53 @@ def test_a_study_that_never_started_is_preflighted_when_resumed(tmp_path: Path,
     failed = store.get_study("pf-resumed-bad")
     assert failed.state == "failed" and not failed.provenance["preflight"]["ok"]
     assert not store.get_trials("pf-resumed-bad")
+
+
+LOADERS = '''
+import time
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from searchsvc import sdk
+
+
+class Planted(Dataset):
+    """{per_sample} s to read each sample (a slow disk or decoder, or none)."""
+
+    def __len__(self):
+        return 4096
+
+    def __getitem__(self, i):
+        time.sleep({per_sample})
+        return torch.ones(8), torch.tensor(0.0)
+
+
+def train(config):
+    model = torch.nn.Linear(8, 1)
+    loader = sdk.data_loader(DataLoader(Planted(), batch_size=32, shuffle=True))
+    for step, (x, y) in enumerate(loader, 1):
+        loss = ((model(x).squeeze(1) - y) ** 2).mean()
+        loss.backward()
+        time.sleep({step_s})  # the training step's own work
+        sdk.report({{"val_loss": float(loss)}}, samples=len(x))
+'''
+
+
+def test_a_slow_loader_is_named_input_bound_before_the_study_starts(
+        tmp_path: Path, ray_local) -> None:
+    # 2 ms a sample reads 500 samples/s; the step takes 32 samples in 10 ms (3,200/s).
+    slow = run_preflight(validate_file(write(
+        tmp_path, "slowload", LOADERS.format(per_sample=0.002, step_s=0.01))))
+    [check] = [c for c in slow.checks if c.name == "input_pipeline"]
+    assert check.ok is False and check.detail.startswith("input-bound: the loader reads ")
+    read = float(check.detail.split("reads ")[1].split(" samples/s")[0].replace(",", ""))
+    consumed = float(check.detail.split("consumes ")[1].split(" samples/s")[0].replace(",", ""))
+    assert read < 500 * 1.2 and consumed > read  # the measured numbers, not a verdict alone
+    assert not slow.issues  # a warning: the study may still run
+    assert any(line.startswith("Preflight warning: input-bound") for line in slow.lines())
+    # The same model with a loader that keeps up (no read time): no warning.
+    fast = run_preflight(validate_file(write(
+        tmp_path, "fastload", LOADERS.format(per_sample=0.0, step_s=0.01), name="pf2")))
+    [check] = [c for c in fast.checks if c.name == "input_pipeline"]
+    assert check.ok is True, check.detail

@@ -69,3 +69,20 @@ def test_a_failing_nvml_is_stated_not_zero_filled() -> None:
 def test_outside_a_trial_the_wrapper_only_passes_items_through() -> None:
     set_current(None)
     assert list(sdk.data_loader(iter("abc"))) == ["a", "b", "c"]
+
+
+def test_the_time_to_the_first_batch_is_reported_once(telemetry: Telemetry) -> None:
+    telemetry.restart()  # the objective is called
+    time.sleep(0.02)  # its own setup (a model built, files opened)
+    for _ in sdk.data_loader(slow(3, 0.03)):
+        pass
+    first = telemetry.step()
+    assert first["time_to_first_batch_s"] >= 0.05  # setup and the first read, not the rest
+    assert first["time_to_first_batch_s"] < first["step_time_s"]
+    for _ in sdk.data_loader(range(2)):
+        pass
+    assert "time_to_first_batch_s" not in telemetry.step()
+    telemetry.restart()  # a new trial on the same worker measures its own
+    for _ in sdk.data_loader(range(2)):
+        pass
+    assert "time_to_first_batch_s" in telemetry.step()
