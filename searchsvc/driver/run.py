@@ -495,7 +495,10 @@ def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
     ``code``: the study's code bundle, every worker's working directory (and import path)."""
     import ray
 
+    from searchsvc.driver.capacity import check_capacity
+
     if ray.is_initialized():
+        check_capacity(spec)
         yield
         return
     kwargs: dict[str, Any] = {"logging_level": logging.ERROR,
@@ -522,6 +525,7 @@ def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
         raise RunnerError(
             f"could not start Ray {where}: {type(exc).__name__}: {exc}.{hint}") from None
     try:
+        check_capacity(spec)  # before any task waits for resources that never come
         yield
     finally:
         ray.shutdown()

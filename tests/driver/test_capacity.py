@@ -1,0 +1,57 @@
+"""A trial's resources must fit on one node: a request no node of the cluster can meet is
+refused at once with the study file's line and the cluster's numbers, instead of every trial
+waiting forever."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from searchsvc import usecases
+from searchsvc.driver.capacity import capacity_issues
+from searchsvc.errors import SpecError
+from searchsvc.spec import parse_spec
+
+SPEC = """\
+study: big
+objective: objectives.synthetic:branin
+metric: value
+mode: min
+budget: {{trials: 2}}
+resources: {{cpu: {cpu}, gpu: {gpu}}}
+parameters:
+  x1: {{low: -5.0, high: 10.0}}
+  x2: {{low: 0.0, high: 15.0}}
+"""
+NODES = [{"Alive": True, "Resources": {"CPU": 8.0, "GPU": 1.0}},
+         {"Alive": True, "Resources": {"CPU": 16.0}},
+         {"Alive": False, "Resources": {"CPU": 64.0, "GPU": 8.0}}]  # gone: counts for nothing
+
+
+def issues(cpu: float, gpu: float) -> list[str]:
+    return [i.render() for i in capacity_issues(
+        parse_spec(SPEC.format(cpu=cpu, gpu=gpu), file="big.yaml"), NODES)]
+
+
+def test_what_one_node_can_hold_runs() -> None:
+    assert issues(16, 0) == [] and issues(8, 1) == [] and issues(0.25, 0.5) == []
+
+
+def test_more_than_any_node_has_is_refused_with_the_line_and_the_numbers() -> None:
+    [cpu] = issues(32, 0)
+    assert cpu.startswith("big.yaml:6: resources.cpu: 32 CPUs per trial, but no node of this "
+                          "Ray cluster has that many (largest: 16; 2 node(s), 24 in all)")
+    assert cpu.endswith("(got 32.0)") and "--num-cpus" in cpu
+    [gpu] = issues(1, 2)  # 2 GPUs in all, never on one node
+    assert "resources.gpu: 2 GPUs per trial" in gpu and "(largest: 1;" in gpu
+
+
+@pytest.mark.slow
+def test_a_study_asking_for_more_than_the_cluster_fails_at_once(ray_local) -> None:
+    spec = parse_spec(SPEC.format(cpu=64, gpu=0), file="big.yaml")
+    started = time.monotonic()
+    with pytest.raises(SpecError, match="resources.cpu: 64 CPUs per trial") as refused:
+        usecases.preflight(spec)
+    assert refused.value.exit_code == 2
+    assert time.monotonic() - started < 30  # refused, not left waiting
