@@ -51,7 +51,7 @@ def test_more_than_any_node_has_is_refused_with_the_line_and_the_numbers() -> No
 def test_a_study_asking_for_more_than_the_cluster_fails_at_once(ray_local) -> None:
     spec = parse_spec(SPEC.format(cpu=64, gpu=0), file="big.yaml")
     started = time.monotonic()
-    with pytest.raises(SpecError, match="resources.cpu: 64 CPUs per trial") as refused:
+    with pytest.raises(SpecError, match=r"resources\.cpu: 64 CPUs per trial") as refused:
         usecases.preflight(spec)
     assert refused.value.exit_code == 2
     assert time.monotonic() - started < 30  # refused, not left waiting
