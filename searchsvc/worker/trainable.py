@@ -7,7 +7,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from searchsvc.worker.context import TrialContext, seed_trial, set_current, split_config
+from searchsvc.worker.context import (
+    TELEMETRY_KEY,
+    TrialContext,
+    current,
+    seed_trial,
+    set_current,
+    split_config,
+)
 from searchsvc.worker.telemetry import Telemetry
 
 
@@ -42,6 +49,7 @@ class TrialSettings:
 def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
     user_config, meta = split_config(config)
     telemetry = Telemetry()
+    report_with_telemetry()
     set_current(TrialContext(
         study=settings.study, number=int(meta.get("number", 0)), seed=int(meta.get("seed", 0)),
         max_steps=settings.max_steps, metric=settings.metric, mode=settings.mode,
@@ -57,3 +65,24 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
         set_current(None)
         telemetry.close()
 
+
+def report_with_telemetry() -> None:
+    """Make ``ray.tune.report``, as an objective written from Ray's documentation calls it,
+    carry the running trial's telemetry too (``sdk.report`` adds its own first). Installed once
+    per worker process and reading the trial's context at each call, so an objective that
+    bound ``report`` at import, on a worker Tune reuses, still reports the current trial's."""
+    from ray import tune
+
+    original = tune.report
+    if getattr(original, "searchsvc_telemetry", False):
+        return
+
+    def report(metrics: Mapping[str, Any], *args: Any, **kwargs: Any) -> Any:
+        telemetry = current().telemetry
+        if telemetry is not None and TELEMETRY_KEY not in metrics:
+            metrics = {**metrics, TELEMETRY_KEY: telemetry.step()}
+        return original(metrics, *args, **kwargs)
+
+    report.searchsvc_telemetry = True  # type: ignore[attr-defined]
+    report.__doc__, report.__wrapped__ = original.__doc__, original  # type: ignore[attr-defined]
+    tune.report = report

@@ -104,3 +104,48 @@ def test_telemetry_of_every_step_and_its_diagnoses(ray_local, tmp_path: Path) ->
         assert rows[t.number]["gpu_util_mean"] == ""  # absent, not 0
         assert rows[t.number]["gpu_absent"] == "gpu: none assigned"
     assert "Telemetry" in (report.folder / "report.html").read_text()
+
+
+RAY_DOCS_OBJECTIVE = '''
+from ray import tune
+from ray.tune import report as bound_at_import
+
+
+def train(config):
+    for step in range(3):
+        loss = 1.0 / (step + 1) + config["x"]
+        if config["style"] == "attribute":
+            tune.report({"loss": loss})  # as Ray's documentation writes it
+        else:
+            bound_at_import({"loss": loss})
+'''
+
+
+def test_an_objective_calling_tune_report_gets_the_same_telemetry(ray_local,
+                                                                   tmp_path: Path) -> None:
+    (tmp_path / "ray_docs_objective.py").write_text(RAY_DOCS_OBJECTIVE)
+    path = tmp_path / "ray_docs.yaml"
+    path.write_text(textwrap.dedent("""
+        study: ray_docs
+        objective: ray_docs_objective:train
+        metric: loss
+        mode: min
+        searcher: grid
+        budget: {max_concurrent: 2, max_steps: 3}
+        noise: off
+        parameters:
+          style: {role: scientific, values: [attribute, bound]}
+          x: {role: nuisance, values: [0.1, 0.2]}
+        """))
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    spec = validate_file(path)
+    options = RunOptions(live_progress=False)
+    create_study(spec, store, options)
+    run_study(spec.name, store, options)
+    trials = store.get_trials("ray_docs", measurements=True)
+    assert len(trials) == 4 and all(t.state == TRIAL_COMPLETED for t in trials)
+    for t in trials:
+        assert [m.step for m in t.measurements] == [1, 2, 3]
+        for m in t.measurements:  # CPU, RSS and the absent GPU, as for sdk.report
+            assert m.telemetry["rss_mb"] > 10 and isinstance(m.telemetry["cpu_percent"], float)
+            assert m.telemetry["gpu"] == "none assigned" and "searchsvc_telemetry" not in m.metrics
