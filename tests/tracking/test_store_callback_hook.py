@@ -72,17 +72,24 @@ def fake_trial(number: int) -> FakeTrial:
 def test_trackers_get_each_write_after_the_store_has_it() -> None:
     store = InMemoryStore()
     checker = StoreChecker(store)
-    cb = callback(store, Trackers([checker]))
+    trackers = Trackers([checker])
+    cb = callback(store, trackers)
     one, two = fake_trial(0), fake_trial(1)
-    cb.on_trial_start(0, [], one)
-    cb.on_trial_start(0, [], two)
+
+    def then(_: object = None) -> None:
+        # Tracker calls run on the trackers' own thread: waiting for each lets the checker
+        # see the store as it was right after the write that queued the call.
+        trackers.drain()
+
+    then(cb.on_trial_start(0, [], one))
+    then(cb.on_trial_start(0, [], two))
     for step in (1, 2):
-        cb.on_trial_result(0, [], one, {"training_iteration": step, "loss": 1.0 / step})
-    cb.write_results()
-    cb.on_trial_result(0, [], one, {"training_iteration": 3, "loss": 0.3})
-    cb.on_trial_result(0, [], two, {"training_iteration": 1, "loss": 0.9})
-    cb.on_trial_complete(0, [], one)  # its last step and its end, written together
-    cb.interrupt_all()  # the study stops while trial 1 runs
+        then(cb.on_trial_result(0, [], one, {"training_iteration": step, "loss": 1.0 / step}))
+    then(cb.write_results())
+    then(cb.on_trial_result(0, [], one, {"training_iteration": 3, "loss": 0.3}))
+    then(cb.on_trial_result(0, [], two, {"training_iteration": 1, "loss": 0.9}))
+    then(cb.on_trial_complete(0, [], one))  # its last step and its end, written together
+    then(cb.interrupt_all())  # the study stops while trial 1 runs
     assert checker.seen == [
         ("started", 0, "running", []),
         ("started", 1, "running", []),
