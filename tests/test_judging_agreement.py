@@ -250,3 +250,16 @@ def test_the_mlflow_parent_run_has_the_same_best_and_counts(store: Store, tmp_pa
     assert {k.removeprefix("trials_"): int(v) for k, v in metrics.items()
             if k.startswith("trials_")} == SEARCH
     assert metrics["seed_repeats"] == 2
+
+
+def test_the_ui_progress_plot_ends_at_the_study_best(store: Store) -> None:
+    from searchsvc.report.plotdata import progress_plot
+
+    plot = progress_plot(store.get_study(NAME), store.get_trials(NAME))
+    assert plot is not None and plot.metric == "loss"
+    # Every ended trial with a value is a point, repeats and failures included (they happened);
+    # the line only ever takes the study's best as core.judging defines it.
+    assert len(plot.values) == len(plot.labels) == len(plot.order)
+    assert plot.best_so_far[-1] == BEST
+    assert all(b is None or b >= BEST for b in plot.best_so_far)
+    assert min(plot.values) < BEST  # luckier repeats and broken trials are drawn, not the best

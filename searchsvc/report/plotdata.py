@@ -22,8 +22,16 @@ from typing import Any
 
 from searchsvc.analysis import BoundaryCheck, StudyAnalysis
 from searchsvc.analysis.trials import arm_label, ranked, search_trials
-from searchsvc.core import TRIAL_INFEASIBLE, Curve, TrialRecord, is_finite_number
+from searchsvc.core import (
+    TRIAL_INFEASIBLE,
+    Curve,
+    StudyRecord,
+    TrialRecord,
+    improves,
+    is_finite_number,
+)
 from searchsvc.core.direction import direction
+from searchsvc.core.judging import is_best_candidate
 from searchsvc.spec import ChoiceParameter, RangeParameter, StudySpec
 
 MAX_POINTS = 4000  # trials per axis plot; the best quarter always among them
@@ -128,6 +136,19 @@ class HypervolumePlot:
     title: str
     trials: tuple[int, ...]
     values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class ProgressPlot:
+    """A study's trials in the order they ended, each one's best value, and the study's best
+    (core.judging: search trials that completed or were pruned within the constraints) as each
+    ended: what the web UI shows while a study runs."""
+
+    metric: str
+    order: tuple[int, ...]  # 1, 2, ...: trials finished
+    values: tuple[float, ...]
+    labels: tuple[str, ...]  # "trial N (state)"
+    best_so_far: tuple[float | None, ...]
 
 
 @dataclass(frozen=True)
@@ -494,3 +515,20 @@ def noise_band(curves: Sequence[Curve]) -> tuple[tuple[int, ...], tuple[float, .
         lows.append(mean - sd)
         highs.append(mean + sd)
     return (tuple(steps), tuple(lows), tuple(highs)) if steps else None
+
+
+def progress_plot(study: StudyRecord, trials: Sequence[TrialRecord]) -> ProgressPlot | None:
+    """The finished trials with a finite value, in the order they ended (None: none yet)."""
+    done = sorted((t for t in trials if t.finished_at is not None
+                   and is_finite_number(t.best_value)), key=lambda t: t.finished_at or 0)
+    if not done:
+        return None
+    best: list[float | None] = []
+    for t in done:
+        previous = best[-1] if best else None
+        better = (is_best_candidate(t, study.constraints)
+                  and improves(t.best_value, previous, study.mode))
+        best.append(t.best_value if better else previous)
+    return ProgressPlot(study.metric, tuple(range(1, len(done) + 1)),
+                        tuple(float(t.best_value) for t in done),  # type: ignore[arg-type]
+                        tuple(f"trial {t.number} ({t.state})" for t in done), tuple(best))

@@ -25,9 +25,8 @@ from searchsvc.core import (
     STUDY_RUNNING,
     StudyRecord,
     TrialRecord,
-    improves,
 )
-from searchsvc.core.judging import best_trial, by_value, is_best_candidate, ranked
+from searchsvc.core.judging import best_trial, by_value, ranked
 from searchsvc.service.access import REPORT_FORMATS, ServiceStudies
 
 COOKIE = "searchsvc_token"
@@ -289,30 +288,24 @@ def _short_node(node: str | None) -> str:
 
 
 def _progress_plot(study: StudyRecord, trials: Sequence[TrialRecord]) -> str | None:
-    """A Plotly div: each finished trial's best metric in the order trials finished, and the
-    best so far; None before any trial has a value."""
+    """A Plotly div of the report's progress plot data: each finished trial's best metric in
+    the order trials finished, and the study's best so far; None before any trial has a
+    value."""
     import plotly.graph_objects as go
     import plotly.io as pio
 
-    done = sorted((t for t in trials if t.finished_at is not None and t.best_value is not None
-                   and math.isfinite(t.best_value)), key=lambda t: t.finished_at or 0)
-    if not done:
+    from searchsvc.report.plotdata import progress_plot
+
+    plot = progress_plot(study, trials)
+    if plot is None:
         return None
-    order = list(range(1, len(done) + 1))
-    best_so_far: list[float | None] = []  # the study's best (core.judging) as trials ended
-    for t in done:
-        previous = best_so_far[-1] if best_so_far else None
-        better = (is_best_candidate(t, study.constraints)
-                  and improves(t.best_value, previous, study.mode))
-        best_so_far.append(t.best_value if better else previous)
     fig = go.Figure()
-    fig.add_scatter(x=order, y=[t.best_value for t in done], mode="markers", name="trial",
-                    text=[f"trial {t.number} ({t.state})" for t in done],
+    fig.add_scatter(x=plot.order, y=plot.values, mode="markers", name="trial", text=plot.labels,
                     marker=dict(size=6, color="#8aa4c8"))
-    fig.add_scatter(x=order, y=best_so_far, mode="lines", name="best so far",
+    fig.add_scatter(x=plot.order, y=plot.best_so_far, mode="lines", name="best so far",
                     line=dict(color="#1f5fa8", width=2, shape="hv"))
     fig.update_layout(template="plotly_white", height=300, margin=dict(l=60, r=20, t=30, b=40),
-                      xaxis_title="trials finished", yaxis_title=study.metric,
+                      xaxis_title="trials finished", yaxis_title=plot.metric,
                       legend=dict(orientation="h", y=1.12))
     return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id="progress-plot",
                        config={"displaylogo": False})
