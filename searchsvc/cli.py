@@ -41,7 +41,7 @@ StorageOpt = Annotated[str | None, typer.Option(
     "--storage", envvar="SEARCHSVC_STORAGE",
     help="SQLAlchemy URL of the store (default: SQLite in $SEARCHSVC_HOME).")]
 AddressOpt = Annotated[str | None, typer.Option(
-    "--address", help="Attach to a Ray cluster: auto | host:port | ray://host:10001 "
+    "--address", help="Attach to a Ray cluster this machine is a node of: auto | host:port "
     "(default: start an embedded Ray).")]
 ServerOpt = Annotated[str | None, typer.Option(
     "--server", envvar="SEARCHSVC_SERVER", help="URL of a searchsvc server.")]

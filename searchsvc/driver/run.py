@@ -62,7 +62,7 @@ os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
 class RunOptions:
     """How to run: where Ray is, where results go, how to show progress."""
 
-    address: str | None = None  # None: start an embedded Ray; else auto | host:port | ray://...
+    address: str | None = None  # None: start an embedded Ray; else auto | host:port
     results_root: Path | None = None  # default $SEARCHSVC_HOME/results
     num_cpus: int | None = None  # embedded Ray only
     num_gpus: int | None = None  # embedded Ray only (logical GPUs are fine for tests)
@@ -497,6 +497,12 @@ def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
 
     from searchsvc.driver.capacity import check_capacity
 
+    if options.address and options.address.strip().lower().startswith("ray://"):
+        raise RunnerError(
+            f"--address {options.address}: Ray Client (ray://) is not supported: Tune would run "
+            "away from the process that records the trials. Run the driver on a node of the "
+            "cluster (the head, `ray job submit`, or after `ray start --address=HOST:PORT`) "
+            "and give --address HOST:PORT or auto")
     if ray.is_initialized():
         check_capacity(spec)
         yield

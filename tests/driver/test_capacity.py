@@ -1,6 +1,6 @@
 """A trial's resources must fit on one node: a request no node of the cluster can meet is
 refused at once with the study file's line and the cluster's numbers, instead of every trial
-waiting forever."""
+waiting forever; a Ray Client address is refused with what to do instead."""
 
 from __future__ import annotations
 
@@ -55,3 +55,13 @@ def test_a_study_asking_for_more_than_the_cluster_fails_at_once(ray_local) -> No
         usecases.preflight(spec)
     assert refused.value.exit_code == 2
     assert time.monotonic() - started < 30  # refused, not left waiting
+
+
+def test_ray_client_addresses_are_refused_with_what_to_do_instead() -> None:
+    from searchsvc.driver import RunOptions
+    from searchsvc.errors import RunnerError
+
+    spec = parse_spec(SPEC.format(cpu=1, gpu=0), file="big.yaml")
+    with pytest.raises(RunnerError, match=r"Ray Client \(ray://\) is not supported") as refused:
+        usecases.preflight(spec, RunOptions(address="ray://head:10001"))
+    assert "--address HOST:PORT or auto" in str(refused.value)
