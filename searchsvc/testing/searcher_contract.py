@@ -61,9 +61,8 @@ NAN, INF = float("nan"), float("inf")
 MAX_STEPS = 9
 HISTORY = 16  # trials finished before a resume; the study has 24 (or the whole grid)
 
-# Scientific arms (one conditional), every kind of nuisance range, a choice conditional on a
-# nuisance parent, and a fixed value.
-MIXED_SPACE = """\
+# What every contract study file starts with: the searcher under test and its options.
+STUDY_HEAD = """\
 study: contract
 objective: contract:objective
 metric: loss
@@ -71,6 +70,10 @@ mode: min
 searcher: {searcher}
 searcher_options: {options}
 seed: 3
+"""
+# Scientific arms (one conditional), every kind of nuisance range, a choice conditional on a
+# nuisance parent, and a fixed value.
+MIXED_SPACE = STUDY_HEAD + """\
 budget: {{trials: 24, max_steps: 9}}
 parameters:
   optimizer: {{role: scientific, values: [adam, sgd]}}
@@ -86,14 +89,7 @@ parameters:
   batch_size: {{role: fixed, value: 64}}
 """
 # The same shapes with discrete values only (grid search), and no trial budget: the whole grid.
-DISCRETE_SPACE = """\
-study: contract
-objective: contract:objective
-metric: loss
-mode: min
-searcher: {searcher}
-searcher_options: {options}
-seed: 3
+DISCRETE_SPACE = STUDY_HEAD + """\
 budget: {{max_steps: 9}}
 parameters:
   optimizer: {{role: scientific, values: [adam, sgd]}}
