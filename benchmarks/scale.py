@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE  # noqa: E402
-from searchsvc.report import write_report  # noqa: E402
+from searchsvc.reporting import write_report  # noqa: E402
 from searchsvc.searchers import create_searcher  # noqa: E402
 from searchsvc.spec import parse_spec  # noqa: E402
 from searchsvc.store import SqlStore, Store  # noqa: E402

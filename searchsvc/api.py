@@ -83,7 +83,7 @@ class Study:
         import pandas as pd
 
         from searchsvc.report.tables import trial_table
-        from searchsvc.report.writer import TELEMETRY_STEPS_LIMIT
+        from searchsvc.reporting import TELEMETRY_STEPS_LIMIT
 
         trials = self.trials
         if sum(t.last_step or 0 for t in trials) <= TELEMETRY_STEPS_LIMIT:
@@ -106,7 +106,7 @@ class Study:
     def report(self, *, top_fraction: float = 0.2) -> StudyAnalysis:
         """The findings (boundary checks, isolation, curves, importance, next study) as typed
         objects: the data report.json holds. Writes nothing; :meth:`write_report` does."""
-        from searchsvc.report.writer import analyze_stored
+        from searchsvc.reporting import analyze_stored
 
         return analyze_stored(self.reader, self.record, self.spec, top_fraction)[1]
 

@@ -172,7 +172,8 @@ def report(name: str, store: StudyReader, out_dir: str | Path | None = None,
            spec: StudySpec | None = None) -> ReportFiles:
     """Write the report of study ``name`` (default formats: html, md, json; trials.csv and
     next_study.yaml always) into ``out_dir`` (default: the study's results folder)."""
-    from searchsvc.report.writer import FORMATS, write_report
+    from searchsvc.report.writer import FORMATS
+    from searchsvc.reporting import write_report
 
     return write_report(store, name, out_dir, FORMATS if formats is None else formats,
                         top_fraction=top_fraction, spec=spec)

@@ -183,7 +183,8 @@ FORBIDDEN = {
                   "sqlalchemy", "fastapi"},
     "analysis": {"store", "report", "driver", "worker", "service", "ray", "sqlalchemy",
                  "fastapi", "matplotlib", "plotly"},
-    "report": {"driver", "worker", "service", "ray", "fastapi"},
+    # Reports render records and their analysis; reading them from a store is reporting.py's.
+    "report": {"store", "driver", "worker", "service", "ray", "sqlalchemy", "fastapi"},
     "worker": {"driver", "store", "searchers", "analysis", "report", "service", "usecases",
                "cli", "backends", "sqlalchemy", "fastapi", "optuna"},
     "backends": {"driver", "store", "searchers", "analysis", "report", "service", "usecases",

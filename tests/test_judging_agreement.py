@@ -28,7 +28,7 @@ from searchsvc.cli import run_summary
 from searchsvc.client import RemoteStudies, ServiceClient
 from searchsvc.core import STUDY_COMPLETED, TrialState
 from searchsvc.driver.progress import Progress
-from searchsvc.report import write_report
+from searchsvc.reporting import write_report
 from searchsvc.service import ServiceConfig, create_app
 from searchsvc.spec import parse_spec
 from searchsvc.store import SqlStore, Store

@@ -12,7 +12,7 @@ import pytest
 from objectives.autokeras_tabular import breast_cancer_csv
 from searchsvc.core import TRIAL_COMPLETED
 from searchsvc.driver import RunOptions, create_study, run_study
-from searchsvc.report import write_report
+from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
 from searchsvc.validation import validate_file
 

@@ -14,7 +14,7 @@ import pytest
 
 from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_PRUNED
 from searchsvc.driver import RunOptions, create_study, run_study
-from searchsvc.report import write_report
+from searchsvc.reporting import write_report
 from searchsvc.spec import parse_spec
 from searchsvc.store import SqlStore, Store
 from searchsvc.validation import validate_text

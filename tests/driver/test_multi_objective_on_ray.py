@@ -15,7 +15,7 @@ import pytest
 
 from searchsvc.cli import _pareto_front
 from searchsvc.driver import RunOptions, create_study, run_study
-from searchsvc.report import write_report
+from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
 from searchsvc.validation import validate_file
 from tests.browser import launch, screenshot_dir, watched_page

@@ -14,7 +14,7 @@ import pytest
 
 from objectives.synthetic import playbook_best_lr
 from searchsvc.driver import RunOptions, create_study, run_study
-from searchsvc.report import write_report
+from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore, Store
 from searchsvc.validation import validate_file
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.report import write_report
+from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore, Store
 from searchsvc.testing.planted import noise_text, planted_study, seed_noise
 from tests.browser import launch, screenshot_dir, watched_page

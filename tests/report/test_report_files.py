@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from searchsvc.core import EVENT_STOPPED_EARLY
-from searchsvc.report import write_report
+from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
 from searchsvc.testing.planted import planted_study
 from searchsvc.validation import validate_file
