@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeGuard
@@ -231,23 +232,28 @@ class StoreCallback(PicklesDetached, tune.Callback):
 
     def write_results(self) -> None:
         """Write every result received and not yet stored (one transaction)."""
-        states = list(self.running.values())
-
-        def write() -> None:
-            for state in states:
-                self._store_pending(state)
-
-        self.store.atomically(write)
-        for state in states:
-            self._written(state)
+        self._commit(list(self.running.values()))
         self.unwritten_since = None
         self._track()
 
     def _write(self, state: _Running) -> None:
-        """Store the results ``state`` received since its last write (retried whole through a
-        store outage; kept in memory until they are in)."""
-        self.store.atomically(lambda: self._store_pending(state))
-        self._written(state)
+        """Store the results ``state`` received since its last write."""
+        self._commit([state])
+
+    def _commit(self, states: list[_Running],
+                end: Callable[[_Running], None] | None = None) -> None:
+        """Store each state's pending results, and ``end`` each (its outcome), in one
+        transaction that a store riding through an outage runs again whole; only then are the
+        results handed to the trackers and forgotten."""
+        def write() -> None:
+            for state in states:
+                self._store_pending(state)
+                if end is not None:
+                    end(state)
+
+        self.store.atomically(write)
+        for state in states:
+            self._written(state)
 
     def _store_pending(self, state: _Running) -> None:
         """The store calls that write ``state``'s unwritten results; nothing else, so that a
@@ -324,17 +330,8 @@ class StoreCallback(PicklesDetached, tune.Callback):
 
     def interrupt_all(self) -> None:
         """Mark every trial still running as interrupted (the run is being stopped)."""
-        states = list(self.running.values())
-
-        def interrupt() -> None:
-            for state in states:
-                self._store_pending(state)
-                self.store.finish_trial(state.trial_id, TRIAL_INTERRUPTED,
-                                        error="the study was stopped while this trial ran")
-
-        self.store.atomically(interrupt)
-        for state in states:
-            self._written(state)
+        self._commit(list(self.running.values()), lambda state: self.store.finish_trial(
+            state.trial_id, TRIAL_INTERRUPTED, error="the study was stopped while this trial ran"))
         self._track()
         for state in self.running.values():
             self.progress.trial_finished(state.number, TRIAL_INTERRUPTED)
@@ -345,14 +342,9 @@ class StoreCallback(PicklesDetached, tune.Callback):
     def _finish(self, trial: Any, state: _Running, end: Outcome) -> None:
         outcome, error = end.state, end.error
         checkpoints = _checkpoint_dirs(trial)
-
-        def finish() -> None:  # its last results and its end, together
-            self._store_pending(state)
-            self.store.finish_trial(state.trial_id, outcome, error=error,
-                                    checkpoints=checkpoints, final_metrics=state.final)
-
-        self.store.atomically(finish)
-        self._written(state)
+        self._commit([state], lambda state: self.store.finish_trial(  # results and end together
+            state.trial_id, outcome, error=error, checkpoints=checkpoints,
+            final_metrics=state.final))
         self._track()
         self._track_end(state, outcome, error)
         self.progress.trial_finished(

@@ -101,7 +101,6 @@ class OutageWatch:
         self.window_s = window_from_env(window_s)
         self.listeners: list[OutageListener] = []
         self.current: Outage | None = None
-        self.past: list[Outage] = []
         self._lock = threading.Lock()
         self._local = threading.local()
 
@@ -145,7 +144,7 @@ class OutageWatch:
         with self._lock:
             if self.current is None:
                 self.current = Outage(time.time() - (state.seconds_since_start or 0.0),
-                                      _short(error))
+                                      short_error(error))
             outage = self.current
         self._tell(outage)
 
@@ -155,7 +154,6 @@ class OutageWatch:
                 return
             ended = Outage(self.current.started, self.current.error, time.time())
             self.current = None
-            self.past.append(ended)
         self._tell(ended)
 
     def _tell(self, outage: Outage) -> None:
@@ -164,6 +162,7 @@ class OutageWatch:
                 listener(outage)
 
 
-def _short(error: Any) -> str:
+def short_error(error: Any) -> str:
+    """The first line of a database error (its driver's own message when it has one)."""
     text = str(getattr(error, "orig", None) or error or "unknown error").strip()
     return text.splitlines()[0][:300] if text else "unknown error"

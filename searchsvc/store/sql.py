@@ -48,7 +48,7 @@ from searchsvc.store.base import (
     token_hash,
 )
 from searchsvc.store.base import MeasurementRow as MeasurementItem
-from searchsvc.store.outage import OutageWatch, is_transient
+from searchsvc.store.outage import OutageWatch, is_transient, short_error
 from searchsvc.store.schema import EventRow, MeasurementRow, StudyRow, TokenRow, TrialRow
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -217,7 +217,7 @@ class SqlStore(Store):
             with self.engine.connect() as connection:
                 connection.execute(select(1))
         except SQLAlchemyError as exc:
-            return str(getattr(exc, "orig", None) or exc).strip().splitlines()[0][:300]
+            return short_error(exc)
         return None
 
     # -- studies -------------------------------------------------------------------------------
@@ -320,6 +320,9 @@ class SqlStore(Store):
         with self._session() as s:
             row = s.scalars(select(TrialRow).where(
                 TrialRow.study_id == study_id, TrialRow.number == number)).one_or_none()
+            if (row is not None and row.state == TRIAL_RUNNING
+                    and self._written_by_failed_try(row.started_at)):
+                return _trial_record_of_row(row)  # not one attempt more
             if row is None:
                 self._check_study_id(s, study_id)
                 row = TrialRow(
@@ -329,9 +332,6 @@ class SqlStore(Store):
                     repeat_of=repeat_of,
                 )
                 s.add(row)
-            elif (self.outage.retrying() and row.state == TRIAL_RUNNING
-                  and (row.started_at or 0.0) >= self.outage.first_try_at()):
-                pass  # the failed try committed this very start: not one attempt more
             elif row.state in FINISHED_TRIAL_STATES:
                 raise ConflictError(f"trial {number} of study {study_id} already finished "
                                     f"({row.state}); it is never run twice")
@@ -344,8 +344,13 @@ class SqlStore(Store):
                 row.final_metrics = None
                 row.node = node
             s.flush()
-            return _trial_record_of(tuple(getattr(row, c) for c in _TRIAL_COLUMNS),
-                                    jsonutil.loads(row.config), jsonutil.loads(row.arm), ())
+            return _trial_record_of_row(row)
+
+    def _written_by_failed_try(self, written_at: float | None) -> bool:
+        """Whether a row written at ``written_at`` may come from this operation's failed try
+        (it committed before the connection went): only on a retry, only since it began."""
+        return (self.outage.retrying() and written_at is not None
+                and written_at >= self.outage.first_try_at())
 
     def record_measurements(self, trial_id: int, attempt: int, mode: str,
                             items: Iterable[MeasurementItem]) -> None:
@@ -375,7 +380,8 @@ class SqlStore(Store):
             if not found.rowcount:  # type: ignore[attr-defined]
                 raise NotFoundError(f"no trial with id {trial_id}")
             if self.outage.retrying():  # the failed try may have committed: add what it did not
-                rows = self._not_yet_stored(s, trial_id, attempt, rows)
+                rows = self._not_yet_stored(s, trial_id, attempt, rows,
+                                            self.outage.first_try_at())
             if rows:
                 s.execute(insert(cast(Table, MeasurementRow.__table__)), rows)
             if best_found is not None:
@@ -387,13 +393,15 @@ class SqlStore(Store):
                 ).values(best_value=best, best_step=best_step))
 
     @staticmethod
-    def _not_yet_stored(s: Session, trial_id: int, attempt: int, rows: list[dict[str, Any]]
-                        ) -> list[dict[str, Any]]:
-        """The rows of ``rows`` the store does not hold yet (same step and metrics). A step may
-        legitimately come twice (PBT restores a checkpoint of an earlier step), so only a
-        retried write compares: never a fresh one."""
+    def _not_yet_stored(s: Session, trial_id: int, attempt: int, rows: list[dict[str, Any]],
+                        since: float) -> list[dict[str, Any]]:
+        """The rows of ``rows`` the store does not hold yet (same step and metrics, written
+        ``since`` the write was first tried). A step may legitimately come twice (PBT restores
+        a checkpoint of an earlier step), so only a retried write compares: never a fresh
+        one."""
         stored = set(s.execute(select(MeasurementRow.step, MeasurementRow.metrics).where(
             MeasurementRow.trial_id == trial_id, MeasurementRow.attempt == attempt,
+            MeasurementRow.recorded_at >= since,
             MeasurementRow.step.in_({r["step"] for r in rows}))).all())
         return [r for r in rows if (r["step"], r["metrics"]) not in stored]
 
@@ -594,6 +602,13 @@ _TRIAL_COLUMNS = ("id", "study_id", "number", "state", "config", "arm", "seed", 
 
 for _name in Store.__abstractmethods__ - {"transaction"}:
     setattr(SqlStore, _name, _riding_outages(getattr(SqlStore, _name)))
+
+
+def _trial_record_of_row(row: TrialRow) -> TrialRecord:
+    """The record of a trial's ORM row, without its measurements."""
+    return _trial_record_of(tuple(getattr(row, c) for c in _TRIAL_COLUMNS),
+                            jsonutil.loads(row.config), jsonutil.loads(row.arm), ())
+
 
 def _trial_record_of(row: tuple[Any, ...], config: Any, arm: Any,
                      measurements: tuple[Measurement, ...]) -> TrialRecord:
