@@ -17,13 +17,12 @@ from searchsvc.tracking import TRACKERS
 
 
 def test_a_lazy_entry_is_imported_on_first_use() -> None:
-    sys.modules.pop("colorsys", None)
-    kinds: Registry[object] = Registry("thing", {"hls": "colorsys:rgb_to_hls", "one": 1})
-    assert "colorsys" not in sys.modules and kinds.names() == ["hls", "one"]
-    import colorsys
-
-    assert kinds.get("hls") is colorsys.rgb_to_hls and kinds.get("one") == 1
-    assert "hls" in kinds and "two" not in kinds and list(kinds) == ["hls", "one"]
+    sys.modules.pop("tabnanny", None)  # a standard module nothing in the suite imports
+    kinds: Registry[object] = Registry("thing", {"check": "tabnanny:check", "one": 1})
+    assert "tabnanny" not in sys.modules and kinds.names() == ["check", "one"]
+    found = kinds.get("check")
+    assert found is sys.modules["tabnanny"].check and kinds.get("one") == 1
+    assert "check" in kinds and "two" not in kinds and list(kinds) == ["check", "one"]
 
 
 def test_an_unknown_name_lists_the_valid_ones() -> None:

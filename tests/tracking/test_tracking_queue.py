@@ -5,24 +5,9 @@ dropped), and the end of the study waits until every call has been made."""
 from __future__ import annotations
 
 import threading
-import time
 
 from searchsvc.tracking import Trackers
 from tests.tracking.test_tracking_spec import Recorder
-
-
-class Slow(Recorder):
-    """A tracker behind a slow server: each call takes ``delay_s``, on whatever thread."""
-
-    def __init__(self, delay_s: float):
-        super().__init__("slow")
-        self.delay_s = delay_s
-        self.threads: set[str] = set()
-
-    def _call(self, what: str) -> None:
-        self.threads.add(threading.current_thread().name)
-        time.sleep(self.delay_s)
-        super()._call(what)
 
 
 class Stuck(Recorder):
@@ -54,13 +39,18 @@ def test_a_stuck_tracker_never_holds_up_the_caller_and_gets_every_call_in_order(
 
 
 def test_a_full_queue_makes_the_study_wait_once_warned_and_drops_nothing() -> None:
-    slow = Slow(0.05)
+    stuck = Stuck()
     shown: list[str] = []
-    trackers = Trackers([slow], notify=shown.append, queue_size=2)
+    trackers = Trackers([stuck], notify=shown.append, queue_size=2)
+    # One call in the tracker and two queued fill it: the 4th call must wait, until the server
+    # answers (a second from now, on another thread).
+    answer = threading.Timer(1.0, stuck.answer.set)
+    answer.start()
     for _ in range(8):
         trackers.trial_started(None)  # type: ignore[arg-type]
     trackers.study_finished(None, None)  # type: ignore[arg-type]
-    assert slow.calls == ["trial_started"] * 8 + ["study_finished"]  # all made, in order
+    answer.join()
+    assert stuck.calls == ["trial_started"] * 8 + ["study_finished"]  # all made, in order
     assert len([m for m in shown if "tracking is behind the study" in m]) == 1
     trackers.close()
 
