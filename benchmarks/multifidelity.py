@@ -78,7 +78,7 @@ def run_one(searcher: str, seed: int, model: str = "cnn", trials: int = FULL_TRI
             time_limit_s: float | None = None, proposer: str | None = None) -> dict[str, Any]:
     from searchsvc.driver import RunOptions, create_study, run_study
     from searchsvc.store import SqlStore
-    from searchsvc.validation import validate_text
+    from searchsvc.usecases import validate_text
 
     text = SPACE.read_text()
     options = "{}"

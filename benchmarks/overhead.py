@@ -62,7 +62,7 @@ def run_searchsvc(workload: str, trials: int, workers: int, folder: Path) -> dic
 
     from searchsvc.driver import RunOptions, create_study, run_study
     from searchsvc.store import SqlStore
-    from searchsvc.validation import validate_text
+    from searchsvc.usecases import validate_text
 
     name, low, high, log = PARAMETER[workload]
     steps = TRIVIAL_STEPS if workload == "trivial" else DIGITS_EPOCHS

@@ -57,7 +57,7 @@ def run_one(seed: int, variant: str, synch: bool) -> dict[str, Any]:
     from searchsvc.driver import RunOptions, create_study, run_study
     from searchsvc.searchers import create_searcher
     from searchsvc.store import SqlStore
-    from searchsvc.validation import validate_text
+    from searchsvc.usecases import validate_text
 
     spec = validate_text(study_text(seed, variant, synch), file=str(SPACE))
     steps = spec.budget.max_steps

@@ -231,8 +231,8 @@ def _submit(spec: StudySpec, client: ServiceClient, code: str | Path | Literal[F
 def _spec(study: StudySource) -> StudySpec:
     from searchsvc import usecases
 
-    if isinstance(study, StudySpec):
-        return usecases.validate_text(study.source.text, study.source.file)
+    if isinstance(study, StudySpec):  # parsed already, and immutable: only checked
+        return usecases.check(study)
     if isinstance(study, Mapping):
         return usecases.validate_text(yaml.safe_dump(dict(study), sort_keys=False),
                                       "<dict>")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from searchsvc import __version__
 from searchsvc.core import STUDY_FAILED, STUDY_INTERRUPTED
@@ -23,6 +24,7 @@ from searchsvc.errors import SearchsvcError, SpecError
 from searchsvc.store import Store, open_store
 
 if TYPE_CHECKING:
+    from searchsvc.analysis.compare import Comparison
     from searchsvc.api import Study
     from searchsvc.client import RemoteStudies
     from searchsvc.core import StudyRecord
@@ -317,6 +319,13 @@ def compare(
     if as_json:
         sys.stdout.write(json.dumps(comparison_data(found), indent=2) + "\n")
         return
+    for each in found.objectives or (found,):
+        out.print(_comparison_table(each))
+    out.print(Text.assemble((found.verdict, "bold"), f": {found.detail}"))
+
+
+def _comparison_table(found: Comparison) -> Table:
+    """Each study's best configuration on one metric: its mean over seeds, interval, runs."""
     table = Table("study", "best trial", f"mean {found.metric}", "95% interval", "seeds",
                   "single run")
     for side in (found.baseline, found.candidate):
@@ -325,8 +334,7 @@ def compare(
         table.add_row(side.study, "" if side.number is None else str(side.number),
                       "" if side.mean is None else f"{side.mean:.4g}", interval,
                       str(side.repeats), "" if side.value is None else f"{side.value:.4g}")
-    out.print(table)
-    out.print(f"[b]{found.verdict}[/b]: {found.detail}")
+    return table
 
 
 @app.command()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from searchsvc.core import StudyRecord
-from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec, spec_of
+from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec, load_spec, parse_spec, spec_of
 from searchsvc.store import Store, StudyReader
 
 if TYPE_CHECKING:
@@ -34,20 +34,33 @@ class StudyRun:
     report: ReportFiles
 
 
-def validate(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> StudySpec:
-    """The study file at ``path``, parsed and checked (its searcher and backend included);
-    :class:`~searchsvc.errors.SpecError` lists every problem with its file and line."""
-    from searchsvc.validation import validate_file
+def check(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> StudySpec:
+    """``spec`` unchanged if it is within ``limits`` and its searcher and backend accept it;
+    else :class:`~searchsvc.errors.SpecError` listing every problem with its file and line.
 
-    return validate_file(path, limits)
+    The limits come first and alone: a spec over them is refused without running the searcher
+    and backend checks, which may enumerate what the limits bound (a grid, the arms)."""
+    from searchsvc.backends import check_backend
+    from searchsvc.errors import SpecError
+    from searchsvc.searchers import check_spec
+    from searchsvc.spec.limits import limit_issues
+
+    issues = limit_issues(spec, limits) or [*check_backend(spec), *check_spec(spec, limits)]
+    if issues:
+        raise SpecError(issues)
+    return spec
+
+
+def validate(path: str | Path, limits: SpecLimits = DEFAULT_LIMITS) -> StudySpec:
+    """The study file at ``path``: the one pipeline every surface uses — the hardened YAML
+    load, the file's validation into one immutable :class:`StudySpec`, then :func:`check`."""
+    return check(load_spec(path), limits)
 
 
 def validate_text(text: str | bytes, file: str = "<spec>",
                   limits: SpecLimits = DEFAULT_LIMITS) -> StudySpec:
     """As :func:`validate`, for study-file text (``file`` names it in messages)."""
-    from searchsvc.validation import validate_text as checked
-
-    return checked(text, file, limits)
+    return check(parse_spec(text, file=file), limits)
 
 
 def create(spec: StudySpec, store: Store, options: RunOptions | None = None, *,

@@ -7,10 +7,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from searchsvc.analysis.boundary import STATUS_OK, BoundaryCheck
-from searchsvc.analysis.curves import SATURATED, STILL_IMPROVING, CurveDiagnosis
+from searchsvc.analysis.curves import SATURATED, STILL_IMPROVING, CurveDiagnosis, diagnose_best
+from searchsvc.analysis.pareto import ObjectiveFindings
+from searchsvc.analysis.trials import valued_by
 from searchsvc.core import TrialRecord
 from searchsvc.spec import RangeParameter, StudySpec
 from searchsvc.spec.edits import (
@@ -64,6 +66,40 @@ def suggest_next_study(spec: StudySpec, boundaries: Sequence[BoundaryCheck],
     return NextStudy(tuple(edits), write_edited(spec, edits, header))
 
 
+def suggest_for_objectives(spec: StudySpec, per_objective: Sequence[ObjectiveFindings],
+                           search: Sequence[TrialRecord], usable_trials: int) -> NextStudy:
+    """The next study of a study with several objectives, suggested over every one of them:
+    a range is moved or widened where any objective's best trials crowd an edge and narrowed
+    only to cover where each objective's best trials are; the step budget follows the curves
+    of every objective's best trials. Nothing is fixed: a front has no one best trial whose
+    value to fix a parameter at."""
+    boundaries = merge_boundaries(per_objective)
+    curves = [c for f in per_objective
+              for c in diagnose_best(valued_by(search, f.objective.name), f.objective.name,
+                                     f.objective.mode)]
+    return suggest_next_study(spec, boundaries, {}, curves, None, usable_trials)
+
+
+def merge_boundaries(per_objective: Sequence[ObjectiveFindings]) -> list[BoundaryCheck]:
+    """One check per parameter over every objective's own checks: the suggested range spans
+    each objective's suggestion; its status is the first crowded edge (in the objectives'
+    order), and ``detail`` names which objective found what."""
+    by_parameter: dict[str, list[tuple[str, BoundaryCheck]]] = {}
+    for findings in per_objective:
+        for check in findings.boundaries:
+            by_parameter.setdefault(check.parameter, []).append(
+                (findings.objective.name, check))
+    merged = []
+    for checks in by_parameter.values():
+        crowded = [c for _, c in checks if c.status != STATUS_OK]
+        first = crowded[0] if crowded else checks[0][1]
+        merged.append(replace(
+            first, suggested_low=min(c.suggested_low for _, c in checks),
+            suggested_high=max(c.suggested_high for _, c in checks),
+            detail="; ".join(f"{name}: {c.status.replace('_', ' ')}" for name, c in checks)))
+    return merged
+
+
 def _range_edits(spec: StudySpec, boundaries: Sequence[BoundaryCheck],
                  usable_trials: int) -> list[SpecEdit]:
     edits: list[SpecEdit] = []
@@ -78,8 +114,10 @@ def _range_edits(spec: StudySpec, boundaries: Sequence[BoundaryCheck],
             low, high = int(low), int(high)
         if (low, high) == (param.low, param.high) or low >= high:
             continue
-        edits.append(SetRange(check.parameter, low, high, (check.low, check.high),
-                              _RANGE_REASONS[check.status]))
+        reason = _RANGE_REASONS[check.status]
+        if spec.multi_objective:  # which objective asked for it
+            reason = f"{reason}; {check.detail}"
+        edits.append(SetRange(check.parameter, low, high, (check.low, check.high), reason))
     return edits
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from searchsvc.analysis.boundary import BoundaryCheck, check_boundaries
 from searchsvc.analysis.isolation import Isolation, isolate
-from searchsvc.analysis.trials import arm_label, search_trials
+from searchsvc.analysis.trials import arm_label, search_trials, valued_by
 from searchsvc.core import TRIAL_COMPLETED, Constraint, Objective, TrialRecord, objective_values
 from searchsvc.core.direction import direction
 from searchsvc.core.judging import outside_constraints
@@ -195,6 +195,6 @@ def _objective_findings(spec: StudySpec, objective: Objective, trials: Sequence[
     """Boundary and isolation checks with ``objective`` as the study's only metric, each
     trial valued by its final value of it."""
     alone = replace(spec, metric=objective.name, mode=objective.mode, objectives=(objective,))
-    valued = [replace(t, best_value=t.final_metrics.get(objective.name)) for t in trials]
+    valued = valued_by(trials, objective.name)
     return ObjectiveFindings(objective, tuple(check_boundaries(alone, valued, top_fraction)),
                              tuple(isolate(alone, valued, None)))

@@ -16,7 +16,7 @@ from searchsvc.analysis.compare import Comparison, compare
 from searchsvc.analysis.curves import CurveDiagnosis, diagnose_best
 from searchsvc.analysis.importance import parameter_importance
 from searchsvc.analysis.isolation import VERDICT_DIFFERS, VERDICT_WITHIN_NOISE, Isolation, isolate
-from searchsvc.analysis.next_study import NextStudy, suggest_next_study
+from searchsvc.analysis.next_study import NextStudy, suggest_for_objectives, suggest_next_study
 from searchsvc.analysis.noise import NoiseEstimate, estimate_noise
 from searchsvc.analysis.pareto import ParetoAnalysis, analyze_objectives
 from searchsvc.analysis.preflight import summary_lines as preflight_lines
@@ -63,13 +63,11 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
     isolation = isolate(spec, search, noise)
     curves = diagnose_best(search, spec.metric, spec.mode)
     importance = parameter_importance(spec, search, seed=spec.seed)
-    usable = best_ranked(search, spec.mode, spec.constraints)
-    next_study = suggest_next_study(spec, boundaries, importance, curves,
-                                    usable[0] if usable else None, len(usable))
+    objectives = analyze_objectives(spec, trials, top_fraction)
+    next_study = _next_study(spec, search, objectives, boundaries, importance, curves)
     findings = _findings(summary, boundaries, isolation, curves, importance)
     findings[1:1] = _noise_findings(noise)
     comparison = compare(parent[0], parent[1], study, trials) if parent else None
-    objectives = analyze_objectives(spec, trials, top_fraction)
     if objectives is not None:
         findings[1:1] = _objective_findings(objectives)
     warm = study.provenance.get("warm_start")
@@ -89,6 +87,18 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
     return StudyAnalysis(summary, tuple(boundaries), tuple(isolation), tuple(curves),
                          importance, tuple(rungs(search, events)), tuple(lineage(events)),
                          tuple(findings), next_study, noise, comparison, objectives, telemetry)
+
+
+def _next_study(spec: StudySpec, search: Sequence[TrialRecord],
+                objectives: ParetoAnalysis | None, boundaries: Sequence[BoundaryCheck],
+                importance: Mapping[str, float], curves: Sequence[CurveDiagnosis]) -> NextStudy:
+    """The suggested next study: over every objective for several, else over the metric."""
+    if objectives is not None and objectives.per_objective:
+        feasible = sum(p.feasible for p in objectives.points)
+        return suggest_for_objectives(spec, objectives.per_objective, search, feasible)
+    usable = best_ranked(search, spec.mode, spec.constraints)
+    return suggest_next_study(spec, boundaries, importance, curves,
+                              usable[0] if usable else None, len(usable))
 
 
 def outage_findings(events: Sequence[TrialEvent]) -> list[str]:

@@ -165,4 +165,10 @@ def comparison_data(comparison: Comparison | None) -> dict[str, Any] | None:
             "metric": comparison.metric, "mode": comparison.mode,
             "verdict": comparison.verdict, "difference": comparison.difference,
             "ci_low": comparison.ci_low, "ci_high": comparison.ci_high,
-            "method": comparison.method, "detail": comparison.detail}
+            "method": comparison.method, "detail": comparison.detail,
+            "objectives": [comparison_data(c) for c in comparison.objectives],
+            "hypervolumes": (None if comparison.hypervolumes is None
+                             else dict(zip(("baseline", "candidate"), comparison.hypervolumes,
+                                           strict=True))),
+            "reference_point": (None if comparison.reference_point is None
+                                else list(comparison.reference_point))}

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from searchsvc.core import TRIAL_COMPLETED, TrialRecord
+from searchsvc.core import TRIAL_COMPLETED, Objective, TrialRecord, is_finite_number
 from searchsvc.core.direction import direction
-from searchsvc.core.judging import has_result, search_trials
+from searchsvc.core.judging import has_result, meets_constraints, search_trials
 from searchsvc.searchers.base import NoOptions, Proposal, Searcher
 from searchsvc.searchers.space import Arm, trial_seed
 from searchsvc.spec import Noise, StudySpec
@@ -42,19 +42,47 @@ def plan_repeats(spec: StudySpec, noise: Noise, arms: Sequence[Arm],
     first, best first; an arm with fewer of them fills up with its best pruned trials (judged
     on less training, but a multi-fidelity search can prune a whole weak arm, which would
     otherwise go unmeasured). Repeats always run the whole budget."""
-    sign = direction(spec.mode).sign
     plan = []
     for a, arm in enumerate(arms):
         mine = [t for t in search_trials(trials)
                 if has_result(t) and dict(t.arm) == dict(arm.values)]
-        mine.sort(key=lambda t: (t.state != TRIAL_COMPLETED, sign * float(t.best_value or 0.0),
-                                 t.number))
-        for rank, original in enumerate(mine[:noise.top_k]):
+        for rank, original in enumerate(repeat_order(spec, mine)[:noise.top_k]):
             for s in range(noise.seeds):
                 number = first + (a * noise.top_k + rank) * noise.seeds + s
                 plan.append(Proposal(number, dict(original.config), arm,
                                      trial_seed(spec.seed, number), repeat_of=original.number))
     return plan
+
+
+def repeat_order(spec: StudySpec, trials: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """``trials`` (of one arm, with results) in the order their configurations are repeated.
+
+    One metric: completed trials first, best first. Several objectives: the best on each
+    objective in turn (the first objective's best, the second's, ..., then each one's next
+    best), judged on final values, completed trials meeting every constraint first, so the
+    repeats measure each end of the front."""
+    if not spec.multi_objective:
+        sign = direction(spec.mode).sign
+        return sorted(trials, key=lambda t: (t.state != TRIAL_COMPLETED,
+                                             sign * float(t.best_value or 0.0), t.number))
+    rankings = [_ranked_on(spec, trials, objective) for objective in spec.objectives]
+    chosen: dict[int, TrialRecord] = {}
+    while any(rankings):
+        for ranking in rankings:
+            while ranking and ranking[0].number in chosen:
+                ranking.pop(0)
+            if ranking:
+                chosen[ranking[0].number] = ranking.pop(0)
+    return list(chosen.values())
+
+
+def _ranked_on(spec: StudySpec, trials: Sequence[TrialRecord], objective: Objective
+               ) -> list[TrialRecord]:
+    sign = direction(objective.mode).sign
+    return sorted((t for t in trials if is_finite_number(t.final_metrics.get(objective.name))),
+                  key=lambda t: (t.state != TRIAL_COMPLETED
+                                 or not meets_constraints(t.final_metrics, spec.constraints),
+                                 sign * t.final_metrics[objective.name], t.number))
 
 
 class RepeatSearcher(Searcher):

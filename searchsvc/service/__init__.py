@@ -14,6 +14,8 @@ def serve_app(api: Any, host: str, port: int) -> None:
 
     import uvicorn
 
+    import searchsvc.backends
+
     # What is loaded now lives as long as the server: FastAPI, SQLAlchemy, pydantic, and what
     # submitting a study and writing a report import (loaded on first use, that took ~1 s of
     # the event loop). Left to the garbage collector, each full collection walks those ~10^5
@@ -21,8 +23,8 @@ def serve_app(api: Any, host: str, port: int) -> None:
     # a full collection takes about a millisecond.
     import searchsvc.driver
     import searchsvc.report
-    import searchsvc.usecases
-    import searchsvc.validation  # noqa: F401
+    import searchsvc.searchers
+    import searchsvc.usecases  # noqa: F401
 
     gc.collect()
     gc.freeze()

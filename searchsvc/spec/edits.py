@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from searchsvc.spec.model import StudySpec
+from searchsvc.spec.source import load_yaml
 from searchsvc.spec.validate import parse_spec
 
 
@@ -102,7 +103,7 @@ def write_edited(spec: StudySpec, edits: Sequence[SpecEdit], header: str = "") -
     """``spec``'s study file with ``edits`` applied, as YAML text after the ``header``
     comment lines; :class:`~searchsvc.errors.SpecError` if the result is not a valid study
     file (a bug in whoever chose the edits)."""
-    data: dict[str, Any] = yaml.safe_load(spec.source.text)
+    data: dict[str, Any] = load_yaml(spec.source.text, spec.source.file)[0]
     params: dict[str, Any] = data["parameters"]
     for edit in edits:
         if isinstance(edit, Rename):

@@ -227,15 +227,11 @@ class _SemanticCheck:
     def _noise(self, params: Mapping[str, Parameter], multi_objective: bool) -> Noise | None:
         """Repeats as asked for; by default only when there is a scientific comparison to
         judge (an ordinary optimisation study gets none unless it asks). A multi-objective
-        study has a front, not a ranking to pick the configurations to repeat from."""
+        study repeats only when it asks: the ends of its front (``searchers.repeats``)."""
         raw = self.model.noise
         explicit = "noise" in self.model.model_fields_set
-        if raw is not None and explicit and multi_objective:
-            self.fail(("noise",), "seed repeats rerun the best configurations of one metric; a "
-                      "multi-objective study has a Pareto front instead: set `noise: off`")
-            return None
-        if raw is None or multi_objective or not (
-                explicit or any(p.role == "scientific" for p in params.values())):
+        if raw is None or not (explicit or (
+                not multi_objective and any(p.role == "scientific" for p in params.values()))):
             return None
         return Noise(top_k=raw.top_k, seeds=raw.seeds, explicit=explicit)
 

@@ -26,7 +26,8 @@ from searchsvc.analysis.preflight import (
 )
 from searchsvc.searchers import create_searcher
 from searchsvc.searchers.schedule import HyperbandSchedule, PopulationSchedule
-from searchsvc.validation import validate_file, validate_text
+from searchsvc.usecases import validate as validate_file
+from searchsvc.usecases import validate_text
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
 from searchsvc.spec import parse_spec
 from searchsvc.store import SqlStore, Store
-from searchsvc.validation import validate_text
+from searchsvc.usecases import validate_text
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ from searchsvc.cli import _pareto_front
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
-from searchsvc.validation import validate_file
+from searchsvc.usecases import validate as validate_file
 from tests.browser import launch, screenshot_dir, watched_page
 
 pytestmark = pytest.mark.slow

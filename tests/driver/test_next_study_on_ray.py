@@ -16,7 +16,7 @@ from objectives.synthetic import playbook_best_lr
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore, Store
-from searchsvc.validation import validate_file
+from searchsvc.usecases import validate as validate_file
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

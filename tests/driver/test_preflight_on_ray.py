@@ -17,7 +17,7 @@ from searchsvc.cli import main
 from searchsvc.driver import RunOptions
 from searchsvc.driver.preflight import PreflightError, run_preflight
 from searchsvc.store import open_store
-from searchsvc.validation import validate_file
+from searchsvc.usecases import validate as validate_file
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ from searchsvc.errors import StoreError
 from searchsvc.spec import parse_spec
 from searchsvc.store import SqlStore
 from searchsvc.testing.postgres import PrivateServer, running_server
-from searchsvc.validation import validate_text
+from searchsvc.usecases import validate_text
 from tests.outages import SPEC, STEPS, TRIALS
 
 pytestmark = pytest.mark.slow

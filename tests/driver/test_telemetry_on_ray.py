@@ -17,7 +17,7 @@ from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
-from searchsvc.validation import validate_file
+from searchsvc.usecases import validate as validate_file
 
 pytestmark = pytest.mark.slow
 HERE = Path(__file__).resolve().parent

@@ -12,7 +12,7 @@ import pytest
 from searchsvc.core import EVENT_RETRIED, TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_INFEASIBLE
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.store import SqlStore
-from searchsvc.validation import validate_file
+from searchsvc.usecases import validate as validate_file
 
 pytestmark = pytest.mark.slow
 

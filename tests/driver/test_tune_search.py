@@ -8,7 +8,7 @@ from ray.tune.search import Searcher as TuneSearcher
 
 from searchsvc.driver.tune_search import StudySearch
 from searchsvc.searchers import create_searcher
-from searchsvc.validation import validate_text
+from searchsvc.usecases import validate_text
 from searchsvc.worker.context import META_KEY
 
 SPEC = """

@@ -13,7 +13,7 @@ from searchsvc.core import EVENT_STOPPED_EARLY
 from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
 from searchsvc.testing.planted import planted_study
-from searchsvc.validation import validate_file
+from searchsvc.usecases import validate as validate_file
 from tests.analysis.test_planted_truth import depth_curve
 
 SPEC = """

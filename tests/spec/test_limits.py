@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import searchsvc.validation
+import searchsvc.backends
+import searchsvc.searchers
 from searchsvc.errors import SpecError
 from searchsvc.searchers import check_spec, create_searcher
 from searchsvc.spec import (
@@ -21,7 +22,8 @@ from searchsvc.spec import (
     parse_spec,
 )
 from searchsvc.spec.limits import limit_issues, value_count
-from searchsvc.validation import check, validate_file, validate_text
+from searchsvc.usecases import check, validate_text
+from searchsvc.usecases import validate as validate_file
 
 HEAD = """\
 study: t
@@ -56,8 +58,8 @@ def test_issue_16_grid_is_refused_naming_max_grid_points_without_the_searcher_ch
     def enumerates(*args: object) -> list[object]:
         raise AssertionError("a check that may enumerate ran on a spec over the limits")
 
-    monkeypatch.setattr(searchsvc.validation, "check_spec", enumerates)
-    monkeypatch.setattr(searchsvc.validation, "check_backend", enumerates)
+    monkeypatch.setattr(searchsvc.searchers, "check_spec", enumerates)
+    monkeypatch.setattr(searchsvc.backends, "check_backend", enumerates)
     assert ISSUE_16.count("\n") < 20 and len(ISSUE_16) < 600
     assert refused(ISSUE_16) == [
         "study.yaml:5: searcher: the grid has 1001^12 = 1.01e36 points, over the limit "

@@ -52,7 +52,6 @@ def test_a_multi_objective_study_gets_no_seed_repeats_by_default() -> None:
      "constraints.0.metric: is an objective"),
     (TWO + "constraints:\n  - {metric: m, min: 5, max: 1}\n", 7,
      "constraints.0.min: must be at most max (1) (got 5)"),
-    (TWO + "noise: {top_k: 1, seeds: 2}\n", 6, "noise: seed repeats rerun the best"),
     ("mode: min\n", 1, "metric: is required"),
 ])
 def test_each_malformed_objective_gets_a_precise_error(body: str, line: int,

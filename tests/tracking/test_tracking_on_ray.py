@@ -25,7 +25,7 @@ from searchsvc import usecases
 from searchsvc.core import TRIAL_COMPLETED, TRIAL_RUNNING, TrialRecord
 from searchsvc.driver import RunOptions
 from searchsvc.store import SqlStore
-from searchsvc.validation import validate_file
+from searchsvc.usecases import validate as validate_file
 from tests.tracking.test_tensorboard_tracker import Logs
 
 pytestmark = pytest.mark.slow
