@@ -213,15 +213,12 @@ def _client(server: str, token: str | None) -> ServiceClient:
 def _submit(spec: StudySpec, client: ServiceClient, code: str | Path | Literal[False] | None,
             wait: bool, preflight: bool) -> Study:
     """Submit ``spec`` (uploading ``code``, see :func:`run`) to ``client``'s server."""
-    from searchsvc.client import RemoteStudies, default_code_folder
-    from searchsvc.codebundle import pack
+    from searchsvc.client import RemoteStudies, submit_study
 
-    if code is None:  # as `searchsvc submit`: the study file's folder, if the module is there
-        given = Path(spec.source.file)   # and the server may not import it itself
-        code = (default_code_folder(client, spec.objective, given.parent) if given.is_file()
-                else None)
-    sha = client.upload_code(pack(Path(code)))["sha256"] if code else None
-    client.submit(spec.source.text, code=sha, preflight=preflight)
+    given = Path(spec.source.file)
+    submit_study(client, spec.source.text, spec.objective,
+                 given.parent if given.is_file() else None,
+                 Path(code) if isinstance(code, str) else code, preflight)
     study = Study(spec.name, RemoteStudies(client))
     if wait:
         study.wait()

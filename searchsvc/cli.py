@@ -19,7 +19,13 @@ from rich.table import Table
 from rich.text import Text
 
 from searchsvc import __version__
-from searchsvc.core import STUDY_FAILED, STUDY_INTERRUPTED
+from searchsvc.core import (
+    STUDY_COMPLETED,
+    STUDY_CREATED,
+    STUDY_FAILED,
+    STUDY_INTERRUPTED,
+    STUDY_RUNNING,
+)
 from searchsvc.errors import SearchsvcError, SpecError
 from searchsvc.store import Store, open_store
 
@@ -198,24 +204,14 @@ def _print_run(done: StudyRun) -> None:
     from searchsvc.driver.run import STOPPED_BY_CTRL_C
 
     outcome, report = done.outcome, done.report
-    for line in run_summary(outcome, _pareto_front(report.files.get("json"))):
+    front = None if report.pareto_front is None else list(report.pareto_front)
+    for line in run_summary(outcome, front):
         out.print(line, markup=False)
     out.print(f"report: {report.main.resolve()}")
     if outcome.reason == STOPPED_BY_CTRL_C:
         raise typer.Exit(130)
     if outcome.study.state == STUDY_FAILED:
         raise typer.Exit(1)
-
-
-def _pareto_front(report_json: Path | None) -> list[int] | None:
-    """The front's trial numbers of a multi-objective study's report (None: one objective)."""
-    if report_json is None or not report_json.is_file():
-        return None
-    data = json.loads(report_json.read_text())
-    pareto = data.get("pareto_front")
-    if not pareto or len(pareto.get("objectives", ())) < 2:
-        return None
-    return [t["number"] for t in pareto["trials"]]
 
 
 @app.command("list")
@@ -416,26 +412,18 @@ def submit(spec: Annotated[Path, typer.Argument(help="Study file to submit.")],
                "objective at the centre of the space for a few steps).")] = False,
            ) -> None:
     """Submit a study file to a searchsvc server, which runs it."""
-    from searchsvc.client import default_code_folder
-    from searchsvc.codebundle import own_code_folder, pack
+    from searchsvc.client import submit_study
     from searchsvc.spec import load_spec
 
-    client = _client(server, token)
-    text = spec.read_text()
-    objective = load_spec(spec).objective
-    folder = None if no_code else code or default_code_folder(client, objective,
-                                                              spec.parent)
-    if not no_code and code is None and folder is None and own_code_folder(objective,
-                                                                          spec.parent):
-        out.print(f"code: not uploaded — the server imports {objective.partition(':')[0]} "
-                  "itself (serve --allow-objectives)", markup=False)
-    sha = None
-    if folder is not None:
-        uploaded = client.upload_code(pack(folder))
-        sha = uploaded["sha256"]
-        out.print(f"code: {folder} ({uploaded['files']} files, {uploaded['bytes']} bytes) "
-                  f"sha256 {sha[:12]}")
-    _print_remote(client.submit(text, code=sha, preflight=not no_preflight))
+    done = submit_study(_client(server, token), spec.read_text(), load_spec(spec).objective,
+                        spec.parent, False if no_code else code, not no_preflight)
+    if done.server_imports:
+        out.print(f"code: not uploaded — the server imports {done.server_imports} itself "
+                  "(serve --allow-objectives)", markup=False)
+    if done.upload is not None:
+        out.print(f"code: {done.code} ({done.upload['files']} files, "
+                  f"{done.upload['bytes']} bytes) sha256 {done.upload['sha256'][:12]}")
+    _print_remote(done.study)
 
 
 @app.command()
@@ -450,14 +438,14 @@ def status(study: Annotated[str, typer.Argument()], server: ServerOpt = None,
     remote = _remote(study, server, token)
     shown = remote.record
     _print_remote(shown)
-    while wait and shown.state in ("created", "running"):
+    while wait and shown.state in (STUDY_CREATED, STUDY_RUNNING):
         time.sleep(every)
         now = remote.record
         if (now.state, now.trial_counts, now.best_value) != (
                 shown.state, shown.trial_counts, shown.best_value):
             _print_remote(now)
         shown = now
-    if wait and shown.state != "completed":
+    if wait and shown.state != STUDY_COMPLETED:
         raise typer.Exit(1)
 
 
@@ -516,32 +504,22 @@ def serve(
 ) -> None:
     """Run the REST API (OpenAPI at /docs and /openapi.json) and the studies submitted to it,
     each in its own driver process, on the Ray cluster at --address (else embedded Ray)."""
+    from searchsvc.codebundle import BundleLimits
     from searchsvc.service import ServiceConfig, create_app, serve_app
+    from searchsvc.service.config import server_limits
     from searchsvc.service.scheduler import StudyScheduler
     from searchsvc.store import searchsvc_home
 
+    config = ServiceConfig(
+        allow_objectives=tuple(p.strip() for p in allow_objectives.split(",") if p.strip()),
+        max_queued_per_user=max_queued_per_user,
+        allow_tracking_uris=tuple(allow_tracking_uri or ()),
+        limits=server_limits(max_trials=max_trials, max_parameters=max_parameters,
+                             max_grid_points=max_grid_points, max_arms=max_arms),
+        code_limits=BundleLimits(max_unpacked_bytes=int(max_code_mb * 1024 * 1024)))
     store = _store(storage, store_outage)
-    prefixes = tuple(p.strip() for p in allow_objectives.split(",") if p.strip())
     scheduler = StudyScheduler(store, address=address, max_running=max_running,
                                num_cpus=num_cpus, logs=searchsvc_home() / "service-logs")
-    from dataclasses import replace
-
-    from searchsvc.codebundle import BundleLimits
-    from searchsvc.service.app import SERVER_LIMITS
-    from searchsvc.spec import DEFAULT_LIMITS
-
-    given = {"max_trials": max_trials, "max_parameters": max_parameters,
-             "max_grid_points": max_grid_points, "max_arms": max_arms}
-    for name, value in given.items():  # drivers build searchers within searchsvc's own limits
-        if value is not None and not 1 <= value <= getattr(DEFAULT_LIMITS, name):
-            sys.stderr.write(f"--{name.replace('_', '-')} must be between 1 and "
-                             f"{getattr(DEFAULT_LIMITS, name)} (got {value})\n")
-            raise typer.Exit(2)
-    config = ServiceConfig(
-        allow_objectives=prefixes, max_queued_per_user=max_queued_per_user,
-        allow_tracking_uris=tuple(allow_tracking_uri or ()),
-        limits=replace(SERVER_LIMITS, **{k: v for k, v in given.items() if v is not None}),
-        code_limits=BundleLimits(max_unpacked_bytes=int(max_code_mb * 1024 * 1024)))
     api = create_app(store, config, scheduler)
     serve_app(api, host, port)
 

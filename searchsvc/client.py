@@ -11,8 +11,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from searchsvc.core import (
     Constraint,
@@ -149,6 +150,37 @@ def default_code_folder(client: ServiceClient, objective: str, folder: Path) -> 
         f"{', '.join(prefixes) or '(none)'} (serve --allow-objectives): ask the server's admin "
         "for a token made with `searchsvc tokens create NAME --allow-code`, or submit with "
         "--no-code (code=False in Python) for an objective the server has under those prefixes")
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What :func:`submit_study` did: the server's answer, and the code it uploaded."""
+
+    study: dict[str, Any]  # the server's JSON of the new study
+    code: Path | None = None  # the folder uploaded
+    upload: Mapping[str, Any] | None = None  # the server's answer to it (files, bytes, sha256)
+    server_imports: str | None = None  # a module of the user's the server imports itself
+
+
+def submit_study(client: ServiceClient, text: str, objective: str, folder: Path | None,
+                 code: Path | Literal[False] | None = None, preflight: bool = True
+                 ) -> Submission:
+    """Submit the study file ``text``, whose objective is ``objective``, and the code it needs:
+    ``code`` (a folder) uploaded; ``False`` none (the server must have the objective); None
+    the default, :func:`default_code_folder` of the study file's ``folder`` (None: a file
+    not on disk, no code). What ``searchsvc submit`` and ``searchsvc.run(server=...)`` do."""
+    from searchsvc.codebundle import own_code_folder, pack
+
+    chosen: Path | None = None if code is False else code
+    server_imports = None
+    if code is None and folder is not None:
+        chosen = default_code_folder(client, objective, folder)
+        if chosen is None and own_code_folder(objective, folder) is not None:
+            server_imports = objective.partition(":")[0]
+    upload = client.upload_code(pack(chosen)) if chosen is not None else None
+    answer = client.submit(text, code=None if upload is None else upload["sha256"],
+                           preflight=preflight)
+    return Submission(answer, chosen, upload, server_imports)
 
 
 MAX_CURVES_ASKED = 200  # trial numbers named in one URL (curves_of=...)

@@ -58,6 +58,14 @@ class SpecError(SearchsvcError):
         super().__init__("\n".join(i.render() for i in self.issues))
 
 
+class UsageError(SearchsvcError):
+    """A command-line option or API argument out of its range; the message names it, its
+    range and the value given."""
+
+    exit_code = 2
+    http_status = 400
+
+
 class NotFoundError(SearchsvcError):
     """A named study, trial or report does not exist."""
 

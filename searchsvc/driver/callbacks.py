@@ -1,14 +1,12 @@
 """Ray Tune hooks that stream every trial event into the store as it happens, so a crash of
-the driver loses nothing already reported."""
+the driver loses nothing already reported. The hooks adapt Ray Tune's trial objects to the pure
+parts in :mod:`searchsvc.driver.trial_results`."""
 
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any
 
 from ray import tune
 
@@ -18,121 +16,57 @@ from searchsvc.core import (
     EVENT_RETRIED,
     EVENT_STOPPED_EARLY,
     TRIAL_INTERRUPTED,
-    Curve,
-    Measurement,
     StudyRecord,
-    TrialRecord,
-    TrialState,
     is_finite_number,
 )
-from searchsvc.core.judging import Candidate, Outcome, TrialEnd, searcher_value, trial_outcome
-from searchsvc.core.objectives import update_final
+from searchsvc.core.judging import Outcome, trial_outcome
 from searchsvc.driver.detach import PicklesDetached
 from searchsvc.driver.progress import Progress
 from searchsvc.driver.raycompat import actor_key, actor_node_id
-from searchsvc.searchers import Observation, Searcher
+from searchsvc.driver.trial_results import (
+    ResultWriter,
+    RunningTrial,
+    is_number,
+    step_telemetry,
+    user_metrics,
+)
+from searchsvc.searchers import Searcher
 from searchsvc.store import Store
 from searchsvc.tracking import Tracker, Trackers
-from searchsvc.worker.context import META_KEY, TELEMETRY_KEY
-
-# Keys Ray adds to every result; everything else is the objective's own metrics.
-RAY_RESULT_KEYS = frozenset({
-    "config", "trial_id", "date", "timestamp", "time_this_iter_s", "time_total_s", "pid",
-    "hostname", "node_ip", "time_since_restore", "iterations_since_restore", "training_iteration",
-    "done", "experiment_tag", "checkpoint_dir_name", "should_checkpoint", "timesteps_total",
-    "episodes_total", "timesteps_since_restore", "warmup_time", "experiment_id",
-    TELEMETRY_KEY,  # the worker's telemetry of the step (Measurement.telemetry), not a metric
-})
-
-
-@dataclass
-class _Running:
-    trial_id: int
-    number: int
-    attempt: int
-    trial: Any = None  # Ray Tune's trial object
-    non_finite_step: int | None = None
-    node_recorded: bool = False
-    metric_names: set[str] = field(default_factory=set)
-    # Every report of the study's metric, as reported; the curve (finite values only) and the
-    # best value come from core.Curve, the same rule a resumed study's replay follows.
-    reports: list[tuple[int, float]] = field(default_factory=list)
-    final: dict[str, float] = field(default_factory=dict)  # last finite value of each metric
-    non_finite: str | None = None  # the first objective that became NaN/inf
-    stopped_early: str | None = None  # why a scheduler stopped it
-    # (step, value, metrics, telemetry) rows not yet in the store
-    unwritten: list[tuple[int, float | None, dict[str, Any], dict[str, Any]]] = field(
-        default_factory=list)
-    node: str | None = None  # where it runs, once known and not yet written
-    started: float = field(default_factory=time.monotonic)  # this try (retries restart it)
-    last_step: int = 0
-    failures: int = 0  # tries that failed and were retried
-    retried: bool = False  # its next results may redo steps from an earlier checkpoint
-    timed_out: bool = False
-    record: TrialRecord | None = None  # as the store started it (what trackers are given)
-
-
-# Results are written in groups, one transaction per group (per trial end, or at most this many
-# seconds after a result arrived): a write per result took a quarter of the driver's time on
-# short trials and held up Ray Tune's loop.
-WRITE_DELAY_S = 0.1
-
-
-def user_metrics(result: dict[str, Any]) -> dict[str, Any]:
-    """The objective's own scalar metrics from a Ray result (plus elapsed seconds as time_s)."""
-    metrics = {k: v for k, v in result.items() if k not in RAY_RESULT_KEYS
-               and isinstance(v, int | float | str | bool)}
-    if isinstance(result.get("time_total_s"), int | float):
-        metrics["time_s"] = result["time_total_s"]
-    return metrics
-
-
-def step_telemetry(result: dict[str, Any]) -> dict[str, Any]:
-    """The worker's telemetry of the step a Ray result reports (worker/telemetry.py). An
-    objective that called ``ray.tune.report`` itself sends none: then only the step's time is
-    known, from Ray, and ``source`` says so."""
-    telemetry = result.get(TELEMETRY_KEY)
-    if isinstance(telemetry, dict):
-        return dict(telemetry)
-    seconds = result.get("time_this_iter_s")
-    if not _is_number(seconds):
-        return {}
-    return {"step_time_s": float(seconds),
-            "source": "ray.tune.report (report through searchsvc.sdk for CPU, memory, GPU and "
-                      "data-wait telemetry)"}
+from searchsvc.worker.context import META_KEY
 
 
 class StoreCallback(PicklesDetached, tune.Callback):
-    """Writes trial starts, every reported step, and trial ends into the store; feeds finished
-    trials back to the searcher; drives the progress display. ``trackers`` (MLflow,
-    TensorBoard) get each of those after the store has it, so a crash loses nothing there."""
+    """Ray Tune's hooks, adapted: each hook reads what it needs of Ray's trial object and hands
+    it to the pure parts (:mod:`.trial_results`): the trial's results, written in batches and
+    then tracked; the core outcome rule; the searcher's observation; the progress display.
+    What is Ray's own stays here: the trial's config and error file, checkpoints, its actor's
+    node, and killing an overdue actor."""
 
     def __init__(self, store: Store, study: StudyRecord, searcher: Searcher, progress: Progress,
                  trial_timeout_s: float | None = None, trackers: Tracker | None = None):
         self.store, self.study, self.searcher, self.progress = store, study, searcher, progress
         self.trackers = trackers or Trackers()
-        self.tracked: list[tuple[TrialRecord, list[Measurement]]] = []  # stored, not tracked
+        self.writer = ResultWriter(store, study.mode, self.trackers)
         self.metric, self.mode = study.metric, study.mode
         # Every objective must be reported and finite (the first is ``metric``).
         self.objectives = tuple(o.name for o in searcher.spec.objectives)
         self.constraints = tuple(searcher.spec.constraints)
         self.trial_timeout_s = trial_timeout_s
-        self.running: dict[str, _Running] = {}
-        self.unwritten_since: float | None = None  # oldest result not yet in the store
+        self.running: dict[str, RunningTrial] = {}
         self.node_ids: dict[str, str | None] = {}  # actor id -> Ray node id
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         if trial.trial_id in self.running:
             return  # restarted after a pause (PBT): the same attempt goes on
         meta = trial.config.get(META_KEY) or {}
-        config = {k: v for k, v in trial.config.items() if k != META_KEY}
         record = self.store.start_trial(
-            self.study.id, number=int(meta["number"]), config=config,
+            self.study.id, number=int(meta["number"]), config=_config(trial),
             arm=meta.get("arm") or {}, seed=int(meta.get("seed", 0)),
             repeat_of=meta.get("repeat_of"),
         )
-        self.running[trial.trial_id] = _Running(record.id, record.number, record.attempts, trial,
-                                                record=record)
+        self.running[trial.trial_id] = RunningTrial(record.id, record.number, record.attempts,
+                                                    trial, record=record)
         self.progress.trial_started(record.number)
         self.trackers.trial_started(record)
 
@@ -141,34 +75,19 @@ class StoreCallback(PicklesDetached, tune.Callback):
         state = self.running.get(trial.trial_id)
         if state is None:
             return
-        metrics = user_metrics(result)
-        state.metric_names.update(metrics)
         step = int(result.get("training_iteration") or 0)
-        if state.retried and step <= state.last_step:
-            self._redo_from(state, step)
-        state.retried, state.last_step = False, step
-        update_final(state.final, metrics)
-        for name in self.objectives:
-            reported = metrics.get(name)
-            if (_is_number(reported) and not math.isfinite(reported)
-                    and state.non_finite_step is None):
-                state.non_finite_step, state.non_finite = step, name
-        value = metrics.get(self.metric)
-        if _is_number(value):
-            state.reports.append((step, float(value)))
-        else:
-            value = None
-        state.unwritten.append((step, value, metrics, step_telemetry(result)))
+        if state.redoes(step):
+            self.writer.discard_from(state, step)
+        value = state.take(step, user_metrics(result), step_telemetry(result), self.metric,
+                           self.objectives)
         if not state.node_recorded and result.get("hostname"):
             state.node = self._node_of(trial, result)
             state.node_recorded = True
-        if self.unwritten_since is None:
-            self.unwritten_since = time.monotonic()
+        self.writer.received()
         self.progress.trial_result(state.number, value if is_finite_number(value) else None)
 
     def on_step_end(self, iteration: int, trials: list, **info: Any) -> None:
-        if (self.unwritten_since is not None
-                and time.monotonic() - self.unwritten_since >= WRITE_DELAY_S):
+        if self.writer.due():
             self.write_results()
         if self.trial_timeout_s is not None:
             self._stop_overdue_trials(self.trial_timeout_s)
@@ -178,14 +97,12 @@ class StoreCallback(PicklesDetached, tune.Callback):
         state = self.running.get(trial.trial_id)
         if state is None:
             return
-        state.failures += 1
         error = self._failure_text(trial, state)
         self.store.record_event(self.study.id, state.number, EVENT_RETRIED,
                                 step=state.last_step or None,
-                                data={"error": error[-2000:], "failures": state.failures,
+                                data={"error": error[-2000:], "failures": state.failures + 1,
                                       "timed_out": state.timed_out})
-        state.retried, state.timed_out, state.started = True, False, time.monotonic()
-        state.node_recorded = False  # the retry may land on another node: record it again
+        state.retry()
 
     def _stop_overdue_trials(self, timeout_s: float) -> None:
         """Kill the actor of each trial running longer than ``trial_timeout_s``: Ray Tune then
@@ -193,26 +110,18 @@ class StoreCallback(PicklesDetached, tune.Callback):
         import ray
 
         for state in self.running.values():
-            if state.timed_out or time.monotonic() - state.started < timeout_s:
+            if not state.overdue(timeout_s):
                 continue
-            actor = getattr(state.trial.temporary_state, "ray_actor", None)
+            actor = getattr(state.handle.temporary_state, "ray_actor", None)
             if actor is not None:
                 state.timed_out = True
                 ray.kill(actor)
 
-    def _failure_text(self, trial: Any, state: _Running) -> str:
+    def _failure_text(self, trial: Any, state: RunningTrial) -> str:
         if state.timed_out:
             return (f"timed out: the trial ran longer than budget.trial_timeout_s "
                     f"({self.trial_timeout_s:g} s) and was stopped")
         return _error_text(trial)
-
-    def _redo_from(self, state: _Running, step: int) -> None:
-        """A retry restarted from an earlier checkpoint: its steps replace the ones recorded
-        since then."""
-        self._write(state)
-        self._track()
-        self.store.discard_measurements(state.trial_id, state.attempt, step, self.mode)
-        state.reports = [(s, v) for s, v in state.reports if s < step]
 
     def _node_of(self, trial: Any, result: dict[str, Any]) -> str:
         """Where the trial runs: host, address and Ray node id (hosts on one machine share a
@@ -232,53 +141,13 @@ class StoreCallback(PicklesDetached, tune.Callback):
 
     def write_results(self) -> None:
         """Write every result received and not yet stored (one transaction)."""
-        self._commit(list(self.running.values()))
-        self.unwritten_since = None
-        self._track()
-
-    def _write(self, state: _Running) -> None:
-        """Store the results ``state`` received since its last write."""
-        self._commit([state])
-
-    def _commit(self, states: list[_Running],
-                end: Callable[[_Running], None] | None = None) -> None:
-        """Store each state's pending results, and ``end`` each (its outcome), in one
-        transaction that a store riding through an outage runs again whole; only then are the
-        results handed to the trackers and forgotten."""
-        def write() -> None:
-            for state in states:
-                self._store_pending(state)
-                if end is not None:
-                    end(state)
-
-        self.store.atomically(write)
-        for state in states:
-            self._written(state)
-
-    def _store_pending(self, state: _Running) -> None:
-        """The store calls that write ``state``'s unwritten results; nothing else, so that a
-        store riding through an outage may run them again."""
-        if state.unwritten:
-            self.store.record_measurements(state.trial_id, state.attempt, self.mode,
-                                           state.unwritten)
-        if state.node is not None:
-            self.store.set_trial_node(state.trial_id, state.node)
-
-    def _written(self, state: _Running) -> None:
-        """``state``'s pending results are in the store: hand them to the trackers, forget
-        them."""
-        if state.unwritten and self.trackers and state.record is not None:
-            now = time.time()
-            self.tracked.append((state.record, [
-                Measurement(step, value, metrics, state.attempt, now, telemetry)
-                for step, value, metrics, telemetry in state.unwritten]))
-        state.unwritten, state.node = [], None
+        self.writer.flush(self.running.values())
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         state = self.running.pop(trial.trial_id, None)
         if state is None:
             return
-        self._finish(trial, state, trial_outcome(self._end(state)))
+        self._finish(trial, state, trial_outcome(state.end(self.objectives, self.constraints)))
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         state = self.running.pop(trial.trial_id, None)
@@ -289,21 +158,13 @@ class StoreCallback(PicklesDetached, tune.Callback):
         if out_of_memory:
             # Infeasible, not failed: the searcher learns this region of the space is out of
             # reach, and the error names the values most likely responsible.
-            config = {k: v for k, v in trial.config.items() if k != META_KEY}
-            error = oom_error(error, config, self.searcher.spec.parameters.values())
+            error = oom_error(error, _config(trial), self.searcher.spec.parameters.values())
         if state.failures and out_of_memory:
             error = f"{error} (after {state.failures} retries)"
         elif state.failures:
             error = f"failed after {state.failures} retries: {error}"
-        self._finish(trial, state, trial_outcome(self._end(state, error, out_of_memory)))
-
-    def _end(self, state: _Running, error: str | None = None, out_of_memory: bool = False
-             ) -> TrialEnd:
-        non_finite = (None if state.non_finite is None or state.non_finite_step is None
-                      else (state.non_finite, state.non_finite_step))
-        return TrialEnd(self.objectives, state.final, state.metric_names, error=error,
-                        out_of_memory=out_of_memory, non_finite=non_finite,
-                        stopped_early=state.stopped_early, constraints=self.constraints)
+        self._finish(trial, state, trial_outcome(
+            state.end(self.objectives, self.constraints, error, out_of_memory)))
 
     def stopped_early(self, trial: Any, step: int, data: dict[str, Any]) -> None:
         """A scheduler stopped ``trial`` at ``step`` (it will complete as pruned)."""
@@ -330,52 +191,23 @@ class StoreCallback(PicklesDetached, tune.Callback):
 
     def interrupt_all(self) -> None:
         """Mark every trial still running as interrupted (the run is being stopped)."""
-        self._commit(list(self.running.values()), lambda state: self.store.finish_trial(
-            state.trial_id, TRIAL_INTERRUPTED, error="the study was stopped while this trial ran"))
-        self._track()
+        self.writer.interrupt(list(self.running.values()))
         for state in self.running.values():
             self.progress.trial_finished(state.number, TRIAL_INTERRUPTED)
-            self._track_end(state, TRIAL_INTERRUPTED,
-                            "the study was stopped while this trial ran")
         self.running.clear()
 
-    def _finish(self, trial: Any, state: _Running, end: Outcome) -> None:
-        outcome, error = end.state, end.error
-        checkpoints = _checkpoint_dirs(trial)
-        self._commit([state], lambda state: self.store.finish_trial(  # results and end together
-            state.trial_id, outcome, error=error, checkpoints=checkpoints,
-            final_metrics=state.final))
-        self._track()
-        self._track_end(state, outcome, error)
+    def _finish(self, trial: Any, state: RunningTrial, end: Outcome) -> None:
+        self.writer.finish(state, end.state, end.error, _checkpoint_dirs(trial))
         self.progress.trial_finished(
-            state.number, outcome, final_metrics=state.final,
+            state.number, end.state, final_metrics=state.final,
             repeat_of=None if state.record is None else state.record.repeat_of)
-        config = {k: v for k, v in trial.config.items() if k != META_KEY}
-        curve = Curve(state.reports)
-        best = curve.best(self.mode)
-        ended = Candidate(state.number, outcome, best[1] if best else None, None,
-                          dict(state.final))
-        self.searcher.observe(Observation(
-            number=state.number, config=config, state=outcome,
-            value=searcher_value(ended, self.constraints), curve=curve,
-            final_metrics=dict(state.final),
-        ))
-
-    def _track(self) -> None:
-        """Give the trackers the measurements just committed to the store."""
-        tracked, self.tracked = self.tracked, []
-        for record, items in tracked:
-            self.trackers.measurements(record, items)
-
-    def _track_end(self, state: _Running, outcome: str, error: str | None) -> None:
-        if self.trackers and state.record is not None:
-            self.trackers.trial_finished(replace(
-                state.record, state=TrialState(outcome), error=error, finished_at=time.time(),
-                last_step=state.last_step or None))
+        self.searcher.observe(state.observation(_config(trial), end.state, self.mode,
+                                                self.constraints))
 
 
-def _is_number(value: Any) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+def _config(trial: Any) -> dict[str, Any]:
+    """The trial's hyperparameters (its config without searchsvc's own entry)."""
+    return {k: v for k, v in trial.config.items() if k != META_KEY}
 
 
 def _short(value: Any) -> str:
@@ -412,7 +244,7 @@ class StudyStopper(PicklesDetached, tune.Stopper):
         self.metrics, self.max_steps = metrics, max_steps
 
     def __call__(self, trial_id: str, result: dict) -> bool:
-        if any(_is_number(value := result.get(m)) and not math.isfinite(value)
+        if any(is_number(value := result.get(m)) and not math.isfinite(value)
                for m in self.metrics):
             return True
         return bool(self.max_steps and result.get("training_iteration", 0) >= self.max_steps)

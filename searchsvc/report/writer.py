@@ -27,6 +27,8 @@ FORMATS = ("html", "md", "json")
 class ReportFiles:
     folder: Path
     files: dict[str, Path]
+    # Several objectives: the numbers of the trials on the Pareto front (None: one objective)
+    pareto_front: tuple[int, ...] | None = None
 
     @property
     def main(self) -> Path:
@@ -70,4 +72,6 @@ def write_files(folder: Path, study: StudyRecord, spec: StudySpec, trials: list[
     if "html" in formats:
         files["html"] = folder / "report.html"
         files["html"].write_text(render_html(study, spec, analysis, plots))
-    return ReportFiles(folder, files)
+    pareto = analysis.objectives
+    front = pareto.front if pareto is not None and len(pareto.objectives) > 1 else None
+    return ReportFiles(folder, files, front)

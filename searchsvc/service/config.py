@@ -3,11 +3,12 @@ modules and tracking servers studies may use, and where uploaded code lives."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from searchsvc.codebundle import BundleLimits
-from searchsvc.spec import SpecLimits
+from searchsvc.errors import UsageError
+from searchsvc.spec import DEFAULT_LIMITS, SpecLimits
 from searchsvc.store import searchsvc_home
 
 MAX_BODY_BYTES = 256 * 1024  # a study file is a few KB
@@ -30,3 +31,15 @@ class ServiceConfig:
     code_root: Path = field(default_factory=lambda: searchsvc_home() / "code")
     code_limits: BundleLimits = field(default_factory=BundleLimits)
 
+
+
+def server_limits(**given: int | None) -> SpecLimits:
+    """:data:`SERVER_LIMITS` with the ``serve`` options ``given`` (None: the default). Each must
+    lie within what searchsvc itself accepts (a study's driver builds its searcher within
+    :data:`~searchsvc.spec.DEFAULT_LIMITS`), else :class:`UsageError` naming the option."""
+    for name, value in given.items():
+        ceiling = getattr(DEFAULT_LIMITS, name)
+        if value is not None and not 1 <= value <= ceiling:
+            raise UsageError(f"--{name.replace('_', '-')} must be between 1 and {ceiling} "
+                             f"(got {value})")
+    return replace(SERVER_LIMITS, **{k: v for k, v in given.items() if v is not None})

@@ -151,51 +151,12 @@ def probe(config: dict[str, Any], settings: Any, steps: int, submitted_at: float
 
     _route_ray_reports()
     user_config, meta = split_config(config)
-    set_current(TrialContext(
-        study=settings.study, number=int(meta.get("number", 0)), seed=int(meta.get("seed", 0)),
-        max_steps=settings.max_steps, metric=settings.metric, mode=settings.mode,
-        keep_checkpoints=False, reporter=reporter))
-    crash, at_import, returned = None, False, False
     warm_first_s: float | None = None
     try:
-        try:
-            resolve_objective(settings.objective, paths)
-        except Exception as exc:
-            cause = exc.__cause__ if exc.__cause__ is not None else exc
-            crash, at_import = describe_exception(cause, paths), True
-        import_s = time.perf_counter() - t0
-        if not at_import:
-            try:
-                backend = settings.backend(settings.objective, paths, settings.metric,
-                                           settings.max_steps, dict(settings.backend_options))
-                seed_trial()
-                backend.run(user_config)
-                returned = True
-            except _Enough:
-                pass
-            except Exception as exc:
-                crash = describe_exception(exc, paths)
+        set_current(_context(settings, meta, reporter))
+        crash, at_import, returned, import_s = _first_run(settings, user_config, paths, t0)
         if crash is None and reports:
-            # Once more, warm (as a trial on Tune's reused actor runs): to its first report,
-            # which times the objective's own per-trial setup apart from first-call caches.
-            hook_before = _hook.get("seconds", 0.0)
-            warm_t0 = time.perf_counter()
-            try:
-                set_current(TrialContext(
-                    study=settings.study, number=int(meta.get("number", 0)),
-                    seed=int(meta.get("seed", 0)), max_steps=settings.max_steps,
-                    metric=settings.metric, mode=settings.mode, keep_checkpoints=False,
-                    reporter=_stop))
-                seed_trial()
-                settings.backend(settings.objective, paths, settings.metric,
-                                 settings.max_steps, dict(settings.backend_options)
-                                 ).run(user_config)
-            except _Enough:
-                pass
-            except Exception:  # the first run is what preflight judges
-                pass
-            warm_first_s = (time.perf_counter() - warm_t0
-                            - (_hook.get("seconds", 0.0) - hook_before))
+            warm_first_s = _warm_run(settings, user_config, meta, paths)
     finally:
         set_current(None)
         hook, _hook = _hook, None
@@ -208,6 +169,57 @@ def probe(config: dict[str, Any], settings: Any, steps: int, submitted_at: float
             "start_s": max(started - submitted_at, 0.0), "import_s": import_s,
             "warm_first_s": warm_first_s, "loader": hook.get("loader"),
             "batches": hook.get("batches", [])}
+
+
+def _context(settings: Any, meta: Mapping[str, Any],
+             reporter: Callable[[Mapping[str, Any]], None]) -> TrialContext:
+    """The trial context a probe runs the objective in (nothing kept, reports to
+    ``reporter``)."""
+    return TrialContext(
+        study=settings.study, number=int(meta.get("number", 0)), seed=int(meta.get("seed", 0)),
+        max_steps=settings.max_steps, metric=settings.metric, mode=settings.mode,
+        keep_checkpoints=False, reporter=reporter)
+
+
+def _first_run(settings: Any, user_config: dict[str, Any], paths: tuple[str, ...],
+               t0: float) -> tuple[str | None, bool, bool, float]:
+    """Import the objective, then run it until the reporter has enough: (the crash described,
+    whether it crashed at import, whether it returned, seconds to import)."""
+    try:
+        resolve_objective(settings.objective, paths)
+    except Exception as exc:
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        return describe_exception(cause, paths), True, False, time.perf_counter() - t0
+    import_s = time.perf_counter() - t0
+    try:
+        backend = settings.backend(settings.objective, paths, settings.metric,
+                                   settings.max_steps, dict(settings.backend_options))
+        seed_trial()
+        backend.run(user_config)
+    except _Enough:
+        return None, False, False, import_s
+    except Exception as exc:
+        return describe_exception(exc, paths), False, False, import_s
+    return None, False, True, import_s
+
+
+def _warm_run(settings: Any, user_config: dict[str, Any], meta: Mapping[str, Any],
+              paths: tuple[str, ...]) -> float:
+    """Once more, warm (as a trial on Tune's reused actor runs), to its first report: times
+    the objective's own per-trial setup apart from first-call caches (and the hook's time)."""
+    assert _hook is not None
+    hook_before = _hook.get("seconds", 0.0)
+    warm_t0 = time.perf_counter()
+    try:
+        set_current(_context(settings, meta, _stop))
+        seed_trial()
+        settings.backend(settings.objective, paths, settings.metric, settings.max_steps,
+                         dict(settings.backend_options)).run(user_config)
+    except _Enough:
+        pass
+    except Exception:  # the first run is what preflight judges
+        pass
+    return time.perf_counter() - warm_t0 - (_hook.get("seconds", 0.0) - hook_before)
 
 
 def describe_exception(exc: BaseException, paths: Sequence[str]) -> str:

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.cli import _pareto_front
-from searchsvc.driver import RunOptions, create_study, run_study
+from searchsvc.cli import run_summary
+from searchsvc.driver import RunOptions, RunOutcome, create_study, run_study
 from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
 from searchsvc.usecases import validate as validate_file
@@ -80,7 +80,12 @@ def test_a_constrained_two_objective_study_reports_its_front(ray_local, tmp_path
     for p in pareto["points"]:
         assert p["feasible"] == (values[p["number"]][2] <= MEMORY_MAX)
         assert p["values"] == pytest.approx(list(values[p["number"]][:2]))
-    assert set(_pareto_front(files.files["json"]) or ()) == front  # what `run` prints
+    assert set(files.pareto_front or ()) == front
+    # What `run` prints: the front the report found, not a best single value.
+    [_, said] = run_summary(RunOutcome(store.get_study("zdt"), 1, 1, "all trials finished"),
+                            list(files.pareto_front or ()))
+    assert said.startswith(f"Pareto front: {len(front)} trials (")
+    assert set(map(int, said[said.index("(") + 1:-1].split(", "))) == front
     [memory] = report["constraints"]
     assert (memory["satisfied"], memory["violated"]) == (
         len(feasible), len(values) - len(feasible))
