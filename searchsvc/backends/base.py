@@ -38,13 +38,15 @@ class Backend(ABC):
 
     Capabilities the driver reads instead of naming backends: ``runs_own_search`` (the backend
     searches with its own tuner in one job, :meth:`own_search`, instead of running the study's
-    searcher trial by trial).
+    searcher trial by trial) and ``data_parallel`` (a trial may run on several Ray Train
+    workers, ``resources.workers``).
     """
 
     name: ClassVar[str]
     summary: ClassVar[str]
     Options: ClassVar[type[BaseModel]] = NoBackendOptions
     runs_own_search: ClassVar[bool] = False
+    data_parallel: ClassVar[bool] = False
 
     def __init__(self, objective: str, search_paths: Sequence[str], metric: str,
                  max_steps: int | None, options: Mapping[str, Any]):
@@ -80,6 +82,7 @@ class Backend(ABC):
 class RayBackend(Backend):
     name = "ray"
     summary = "a Ray Tune function trainable: def train(config) calling ray.tune.report"
+    data_parallel = True  # on Ray Train workers, a Ray Train training function
 
     def run(self, config: dict[str, Any]) -> None:
         objective = self.objective()

@@ -395,7 +395,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     from searchsvc.driver.callbacks import StoreCallback, StudyStopper
     from searchsvc.driver.schedulers import StudyHyperBand, create_scheduler
     from searchsvc.driver.tune_search import StudySearch
-    from searchsvc.worker.trainable import TrialSettings, run_trial
+    from searchsvc.worker.trainable import TrialSettings
 
     schedule = searcher.schedule()
     settings = TrialSettings(
@@ -409,8 +409,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         backend=backend_class(spec.backend),
         backend_options=tuple(sorted(spec.backend_options.items())),
     )
-    resources = {"cpu": spec.resources.cpu, "gpu": spec.resources.gpu}
-    trainable = tune.with_resources(tune.with_parameters(run_trial, settings=settings), resources)
+    trainable = _trainable(spec, settings)
     callback = StoreCallback(store, study, searcher, progress,
                              trial_timeout_s=spec.budget.trial_timeout_s, trackers=trackers)
     scheduler = create_scheduler(schedule, spec, callback)
@@ -425,8 +424,9 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
             search_alg=StudySearch(searcher, pending, spec.metric, spec.mode),
             scheduler=scheduler,
             num_samples=-1,  # StudySearch says when the study's trials are all done
-            max_concurrent_trials=spec.budget.max_concurrent,
-            reuse_actors=True,
+            max_concurrent_trials=_concurrent_trials(spec),
+            # A data-parallel trial's launcher holds nothing worth reusing; it must exit cleanly.
+            reuse_actors=spec.resources.workers == 1,
             time_budget_s=time_limit_s,
             trial_dirname_creator=_trial_dirname,
             trial_name_creator=_trial_dirname,
@@ -449,6 +449,39 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
                    "seeds" if isinstance(searcher, RepeatSearcher) else None)
     tuner.fit()
     return callback
+
+
+LAUNCHER_MEMORY_BYTES = 64 * 1024 * 1024  # a data-parallel trial's launcher (it only forwards)
+
+
+def _trainable(spec: StudySpec, settings: Any) -> Any:
+    """What Tune runs for each trial: the objective in the trial's process, or, for a
+    data-parallel trial, a launcher that takes no CPU and trains on ``workers`` Ray Train
+    workers (worker/data_parallel.py)."""
+    from ray import tune
+
+    resources = spec.resources
+    if resources.workers == 1:
+        from searchsvc.worker.trainable import run_trial
+
+        return tune.with_resources(tune.with_parameters(run_trial, settings=settings),
+                                   {"cpu": resources.cpu, "gpu": resources.gpu})
+    from searchsvc.worker.data_parallel import Workers, run_data_parallel_trial
+
+    workers = Workers(resources.workers, resources.cpu, resources.gpu)
+    # No CPU for the launcher, so the workers can have every one; Ray needs a bundle to place
+    # it with, so it asks for a little memory instead.
+    return tune.with_resources(tune.with_parameters(run_data_parallel_trial, settings=settings,
+                                                    workers=workers),
+                               {"cpu": 0, "memory": LAUNCHER_MEMORY_BYTES})
+
+
+def _concurrent_trials(spec: StudySpec) -> int | None:
+    import ray
+
+    from searchsvc.driver.capacity import concurrent_trials
+
+    return concurrent_trials(spec, ray.nodes())
 
 
 def _trial_dirname(trial: Any) -> str:

@@ -75,8 +75,12 @@ class BudgetFile(_FileModel):
 
 
 class ResourcesFile(_FileModel):
-    cpu: Number = Field(1, description="CPUs per trial.")
-    gpu: Number = Field(0, description="GPUs per trial; may be fractional below 1.")
+    cpu: Number = Field(1, description="CPUs per trial (per worker with `workers`).")
+    gpu: Number = Field(0, description="GPUs per trial (per worker with `workers`); may be "
+                        "fractional below 1.")
+    workers: int = Field(1, ge=1, le=1024, description="Ray Train workers per trial: above 1, "
+                         "each trial trains data-parallel (PyTorch DDP) over this many "
+                         "processes, each with `cpu` and `gpu`.")
 
 
 class CheckpointsFile(_FileModel):

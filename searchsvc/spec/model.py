@@ -218,8 +218,11 @@ class Budget:
 
 @dataclass(frozen=True)
 class Resources:
+    """Per trial, or per worker of a data-parallel trial (``workers`` above 1)."""
+
     cpu: float = 1.0
     gpu: float = 0.0
+    workers: int = 1
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,11 @@ class TrialContext:
     reporter: Callable[[dict[str, Any]], None] | None = field(default=None, compare=False)
     # The trial's telemetry collector (worker/telemetry.py), when it runs under Ray.
     telemetry: Any = field(default=None, compare=False)
+    # On a Ray Train worker of a data-parallel trial (``resources.workers``): its world rank
+    # (None: a single-process trial) and the number of workers. Reports and checkpoints then
+    # go through ``ray.train``; the trial's metrics and checkpoint are rank 0's.
+    rank: int | None = None
+    world_size: int = 1
 
 
 _current: TrialContext | None = None

@@ -46,19 +46,31 @@ def report(metrics: Mapping[str, Any], *, state: Callable[[], Mapping[str, Any]]
     if context.reporter is not None:
         context.reporter(dict(metrics))
         return
-    from ray import tune
-
+    ray_api = _ray_api()
     result = dict(metrics)
     if context.telemetry is not None:
         result[TELEMETRY_KEY] = context.telemetry.step(samples)
-    if state is None or not context.keep_checkpoints:
-        tune.report(result)
+    # Rank 0 saves a data-parallel trial's checkpoint (every rank holds the same weights).
+    if state is None or not context.keep_checkpoints or (context.rank or 0) > 0:
+        ray_api.report(result)
         return
     import torch
 
     with tempfile.TemporaryDirectory() as tmp:
         torch.save(dict(state()), Path(tmp) / STATE_FILE)
-        tune.report(result, checkpoint=tune.Checkpoint.from_directory(tmp))
+        ray_api.report(result, checkpoint=ray_api.Checkpoint.from_directory(tmp))
+
+
+def _ray_api() -> Any:
+    """Where a trial reports: ``ray.train`` on a data-parallel trial's workers, else
+    ``ray.tune`` (both have ``report``, ``Checkpoint`` and ``get_checkpoint``)."""
+    if current().rank is not None:
+        import ray.train
+
+        return ray.train
+    from ray import tune
+
+    return tune
 
 
 def data_loader(iterable: Iterable[T]) -> Iterable[T]:
@@ -74,9 +86,7 @@ def restore() -> dict[str, Any] | None:
     """The state saved by :func:`report` in the checkpoint this trial resumes from, or None."""
     if current().reporter is not None:
         return None
-    from ray import tune
-
-    checkpoint = tune.get_checkpoint()
+    checkpoint = _ray_api().get_checkpoint()  # on every rank of a data-parallel trial
     if checkpoint is None:
         return None
     import torch

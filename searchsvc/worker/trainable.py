@@ -46,14 +46,18 @@ class TrialSettings:
     backend_options: tuple[tuple[str, Any], ...] = ()
 
 
-def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
+def run_trial(config: dict[str, Any], settings: TrialSettings, *, rank: int | None = None,
+              world_size: int = 1) -> None:
+    """Run one trial's objective in this process: its context (number, seed, budget and, on
+    a data-parallel trial's worker, its rank), seeds, telemetry, then the backend."""
     user_config, meta = split_config(config)
     telemetry = Telemetry()
     report_with_telemetry()
     set_current(TrialContext(
         study=settings.study, number=int(meta.get("number", 0)), seed=int(meta.get("seed", 0)),
         max_steps=settings.max_steps, metric=settings.metric, mode=settings.mode,
-        keep_checkpoints=settings.keep_checkpoints, telemetry=telemetry,
+        keep_checkpoints=settings.keep_checkpoints, telemetry=telemetry, rank=rank,
+        world_size=world_size,
     ))
     try:
         backend = settings.backend(
@@ -67,15 +71,21 @@ def run_trial(config: dict[str, Any], settings: TrialSettings) -> None:
 
 
 def report_with_telemetry() -> None:
-    """Make ``ray.tune.report``, as an objective written from Ray's documentation calls it,
-    carry the running trial's telemetry too (``sdk.report`` adds its own first). Installed once
-    per worker process and reading the trial's context at each call, so an objective that
-    bound ``report`` at import, on a worker Tune reuses, still reports the current trial's."""
+    """Make ``ray.tune.report`` and ``ray.train.report``, as objectives written from Ray's
+    documentation call them, carry the running trial's telemetry too (``sdk.report`` adds its
+    own first). Installed once per worker process and reading the trial's context at each
+    call, so an objective that bound ``report`` at import, on a worker Tune reuses, still
+    reports the current trial's."""
+    import ray.train
     from ray import tune
 
-    original = tune.report
+    for module in (tune, ray.train):
+        setattr(module, "report", _with_telemetry(module.report))  # noqa: B010
+
+
+def _with_telemetry(original: Callable[..., Any]) -> Callable[..., Any]:
     if getattr(original, "searchsvc_telemetry", False):
-        return
+        return original
 
     def report(metrics: Mapping[str, Any], *args: Any, **kwargs: Any) -> Any:
         telemetry = current().telemetry
@@ -85,4 +95,4 @@ def report_with_telemetry() -> None:
 
     report.searchsvc_telemetry = True  # type: ignore[attr-defined]
     report.__doc__, report.__wrapped__ = original.__doc__, original  # type: ignore[attr-defined]
-    tune.report = report
+    return report
