@@ -10,14 +10,13 @@ download); each worker trains on its shard of the training split.
 import os
 import tempfile
 
+import ray.train
+import ray.train.torch
 import torch
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
-
-import ray.train
-import ray.train.torch
 
 
 def datasets():

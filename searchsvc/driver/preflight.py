@@ -88,6 +88,17 @@ class PreflightResult:
         return summary_lines(self.to_dict())
 
 
+def _not_run_because(spec: StudySpec, backend: Any) -> str | None:
+    """Why preflight has no single process to try the objective in (None: it has)."""
+    if backend.runs_own_search:  # one search job with its own tuner: no trial to try
+        return (f"backend '{spec.backend}' runs its own search as one job; preflight has no "
+                "single trial to run")
+    if spec.resources.workers > 1:
+        return (f"each trial trains on {spec.resources.workers} Ray Train workers; preflight "
+                "runs one process, so the first trial is the objective's first run")
+    return None
+
+
 def run_preflight(spec: StudySpec, *, code: str | None = None,
                   searcher: Searcher | None = None,
                   timeout_s: float = PREFLIGHT_TIMEOUT_S) -> PreflightResult:
@@ -104,9 +115,8 @@ def run_preflight(spec: StudySpec, *, code: str | None = None,
     backend = backend_class(spec.backend)
     steps = preflight_steps(spec)
     config = centre_config(spec)
-    if backend.runs_own_search:  # one search job with its own tuner: no trial to try
-        why = (f"backend '{spec.backend}' runs its own search as one job; preflight has no "
-               "single trial to run")
+    why = _not_run_because(spec, backend)
+    if why is not None:
         return PreflightResult(config, 0, (Check("runs", None, why),), (), None, None,
                                time.monotonic() - started)
     settings = TrialSettings(

@@ -93,6 +93,10 @@ class Progress:
         else:
             self.console.print(self._line())
 
+    def note(self, message: str) -> None:
+        """Say what the run is doing between trials (above the live line on a terminal)."""
+        self.console.print(message, markup=False)
+
     def warn(self, message: str) -> None:
         """Show a warning (above the live line on a terminal)."""
         self.console.print(f"warning: {message}", markup=False)

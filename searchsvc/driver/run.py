@@ -57,6 +57,7 @@ os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 # searchsvc handles Ctrl-C itself (see _graceful_ctrl_c) so it can tell the user what happened.
 os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
 
+TRAINING_RUNS_WAIT_S = 120.0  # the most a study waits, at its end, for runs to stop workers
 
 @dataclass(frozen=True)
 class RunOptions:
@@ -409,7 +410,10 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         backend=backend_class(spec.backend),
         backend_options=tuple(sorted(spec.backend_options.items())),
     )
-    trainable = _trainable(spec, settings)
+    results_dir = Path(study.results_dir or searchsvc_home() / "results" / spec.name)
+    run_name = f"run-{time.strftime('%Y%m%d-%H%M%S')}"
+    storage = (results_dir / "ray").resolve()
+    trainable = _trainable(spec, settings, storage / run_name)
     callback = StoreCallback(store, study, searcher, progress,
                              trial_timeout_s=spec.budget.trial_timeout_s, trackers=trackers)
     scheduler = create_scheduler(schedule, spec, callback)
@@ -417,7 +421,6 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         for observation in history:
             scheduler.replay(observation.number, list(observation.curve))
     keep = spec.checkpoints.keep_best
-    results_dir = Path(study.results_dir or searchsvc_home() / "results" / spec.name)
     tuner = tune.Tuner(
         trainable,
         tune_config=tune.TuneConfig(
@@ -432,8 +435,8 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
             trial_name_creator=_trial_dirname,
         ),
         run_config=tune.RunConfig(
-            name=f"run-{time.strftime('%Y%m%d-%H%M%S')}",
-            storage_path=str((results_dir / "ray").resolve()),
+            name=run_name,
+            storage_path=str(storage),
             stop=StudyStopper(tuple(o.name for o in spec.objectives), spec.budget.max_steps),
             callbacks=[callback],
             verbose=0,
@@ -448,16 +451,38 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     progress.start(f"seed repeats: {len(pending)} trials rerun the best configurations with new "
                    "seeds" if isinstance(searcher, RepeatSearcher) else None)
     tuner.fit()
+    if spec.resources.workers > 1:
+        _wait_for_training_runs(spec.name, progress)
     return callback
+
+
+def _wait_for_training_runs(study: str, progress: Progress,
+                            timeout_s: float = TRAINING_RUNS_WAIT_S) -> None:
+    """Return once every data-parallel training run of ``study`` has ended (its workers
+    stopped and their resources given back), saying so while it waits; give up, saying so,
+    after ``timeout_s``."""
+    from searchsvc.worker.data_parallel import runs_left
+
+    deadline, said = time.monotonic() + timeout_s, False
+    while left := runs_left(study):
+        if time.monotonic() > deadline:
+            progress.note(f"{len(left)} training run(s) still stopping after {timeout_s:.0f} s; "
+                          "Ray ends them when this session does")
+            return
+        if not said:
+            progress.note(f"waiting for {len(left)} training run(s) to stop their workers")
+            said = True
+        time.sleep(0.2)
 
 
 LAUNCHER_MEMORY_BYTES = 64 * 1024 * 1024  # a data-parallel trial's launcher (it only forwards)
 
 
-def _trainable(spec: StudySpec, settings: Any) -> Any:
+def _trainable(spec: StudySpec, settings: Any, run_dir: Path) -> Any:
     """What Tune runs for each trial: the objective in the trial's process, or, for a
     data-parallel trial, a launcher that takes no CPU and trains on ``workers`` Ray Train
-    workers (worker/data_parallel.py)."""
+    workers (worker/data_parallel.py), whose training runs keep their checkpoints beside the
+    trial's in ``run_dir`` (Tune's folder of this run)."""
     from ray import tune
 
     resources = spec.resources
@@ -468,7 +493,7 @@ def _trainable(spec: StudySpec, settings: Any) -> Any:
                                    {"cpu": resources.cpu, "gpu": resources.gpu})
     from searchsvc.worker.data_parallel import Workers, run_data_parallel_trial
 
-    workers = Workers(resources.workers, resources.cpu, resources.gpu)
+    workers = Workers(resources.workers, resources.cpu, resources.gpu, str(run_dir))
     # No CPU for the launcher, so the workers can have every one; Ray needs a bundle to place
     # it with, so it asks for a little memory instead.
     return tune.with_resources(tune.with_parameters(run_data_parallel_trial, settings=settings,

@@ -3,13 +3,13 @@ Tune and Train: the trial Tune runs is a launcher that trains the objective on N
 workers with a ``TorchTrainer`` (DDP over gloo or NCCL), each worker with the study's ``cpu``
 and ``gpu``.
 
-Ray's own bridge forwards only rank 0's metrics and a checkpoint's *path*; PBT's exploits,
-trial restarts and ``checkpoints.keep_best`` need the checkpoint itself in the Tune trial. So
-after each step a Train callback (on Train's controller) passes rank 0's metrics, every rank's
-telemetry and the persisted checkpoint's folder to the launcher, which reports them to Tune
-with the checkpoint. A trial Tune restarts (a failure, an exploit) resumes every worker from
-that checkpoint (``resume_from_checkpoint``, read by ``ray.train.get_checkpoint`` and
-``sdk.restore`` on every rank).
+Ray's own bridge forwards only rank 0's metrics and a checkpoint's *path*; ``checkpoints:
+keep_best`` and the report need the checkpoint itself in the Tune trial. So after each step a
+Train callback (on Train's controller) passes rank 0's metrics, every rank's telemetry and the
+persisted checkpoint's folder to the launcher, which reports them to Tune with the checkpoint.
+Each trial's training run keeps its state in the trial's own folder, the same for every try,
+so a try after a failure resumes every worker from the last checkpoint there
+(``ray.train.get_checkpoint`` and ``sdk.restore`` on every rank).
 
 The training run is an actor of its own (:class:`TrainRun`) that aborts training the way Ray
 Train does on Ctrl-C once its launcher is gone, so stopping the trial (a scheduler's decision,
@@ -30,21 +30,25 @@ from typing import Any
 
 from ray.train.v2.api.callback import UserCallback
 
-from searchsvc.worker.context import TELEMETRY_KEY
+from searchsvc.worker.context import META_KEY, TELEMETRY_KEY
 from searchsvc.worker.trainable import TrialSettings, run_trial
 
+REPORTED = "reported_checkpoint"  # in a trial's folder: the last checkpoint Tune has
 POLL_S = 0.5  # how often the launcher looks for a finished training run between steps
 WATCH_S = 1.0  # how often a training run checks that its launcher is still there
 ABORT_WAIT_S = 30.0  # how long a stopping launcher waits for its workers to stop
+NAMESPACE = "searchsvc"  # the Ray namespace of the training runs (detached actors)
 
 
 @dataclass(frozen=True)
 class Workers:
-    """A data-parallel trial's workers: how many, and each one's resources."""
+    """A data-parallel trial's workers: how many, each one's resources, and the folder of the
+    Tune run whose trials they train (each trial's training run keeps its state there)."""
 
     count: int
     cpu: float
     gpu: float
+    run_dir: str
 
     def bundle(self) -> dict[str, float]:
         """One worker's Ray resources."""
@@ -92,16 +96,22 @@ def run_data_parallel_trial(config: dict[str, Any], settings: TrialSettings,
     from ray.util.queue import Queue
 
     steps = Queue(maxsize=1, actor_options={"num_cpus": 0})
-    storage = str(Path(tune.get_context().get_trial_dir()) / "train")
+    # The trial's own folder, the same for every try: a try after a failure finds the last
+    # checkpoint there (Ray Train's snapshot), so ray.train.get_checkpoint() and sdk.restore()
+    # resume from it on every rank.
+    number = int((config.get(META_KEY) or {}).get("number", 0))
+    storage = Path(workers.run_dir) / f"trial_{number:05d}"
+    config = with_resume(config, resume_point(storage, tune.get_checkpoint()))
     # Detached and outside the trial's placement group (which Tune removes, killing what is in
     # it, as the trial ends): the run outlives this launcher just long enough to abort its
     # workers cleanly (TrainRun's watch), which returns their placement group.
     run: Any = ray.remote(num_cpus=0)(TrainRun).options(
-        lifetime="detached", name=f"train-{uuid.uuid4().hex}", namespace="searchsvc",
+        lifetime="detached", name=f"{run_prefix(settings.study)}{uuid.uuid4().hex}",
+        namespace=NAMESPACE,
         scheduling_strategy="DEFAULT").remote()
-    done = run.train.remote(config, settings, workers, steps, storage, tune.get_checkpoint())
+    done = run.train.remote(config, settings, workers, steps, str(storage))
     try:
-        _forward(steps, done)
+        _forward(steps, done, storage / REPORTED)
         ray.get(done)  # the workers' error, if training failed
     finally:
         ray.kill(steps.actor)  # type: ignore[arg-type]  # tells a run still going to abort
@@ -109,9 +119,39 @@ def run_data_parallel_trial(config: dict[str, Any], settings: TrialSettings,
             ray.kill(run)  # else it ends itself once aborted
 
 
-def _forward(steps: Any, run: Any) -> None:
+def run_prefix(study: str) -> str:
+    """The start of the name of every training run of ``study`` (Ray actors in
+    :data:`NAMESPACE`)."""
+    return f"train-{study}-"
+
+
+def runs_left(study: str) -> list[str]:
+    """The training runs of ``study`` still alive (aborting, or not yet ended)."""
+    import ray
+
+    return [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+            if a["namespace"] == NAMESPACE and a["name"].startswith(run_prefix(study))]
+
+
+def resume_point(storage: Path, given: Any) -> str | None:
+    """The checkpoint a trial's workers resume from: the one Tune restores the trial from
+    (a PBT exploit), else the last one this trial reported to Tune on an earlier try."""
+    if given is not None:
+        return str(given.path)
+    reported = storage / REPORTED
+    return reported.read_text().strip() or None if reported.is_file() else None
+
+
+def with_resume(config: dict[str, Any], checkpoint: str | None) -> dict[str, Any]:
+    """``config`` telling its workers where to resume from (searchsvc's entry of it)."""
+    if checkpoint is None:
+        return config
+    return {**config, META_KEY: {**(config.get(META_KEY) or {}), "resume": checkpoint}}
+
+
+def _forward(steps: Any, run: Any, reported: Path) -> None:
     """Report every step to Tune, with its checkpoint, until the training run has ended and
-    its last step was taken."""
+    its last step was taken; ``reported`` keeps the last checkpoint Tune has, for a retry."""
     import ray
     from ray import tune
     from ray.util.queue import Empty
@@ -127,6 +167,9 @@ def _forward(steps: Any, run: Any) -> None:
         checkpoint = (None if step.checkpoint is None
                       else tune.Checkpoint.from_directory(step.checkpoint))
         tune.report(step.metrics, checkpoint=checkpoint)
+        if step.checkpoint is not None:
+            reported.parent.mkdir(parents=True, exist_ok=True)
+            reported.write_text(step.checkpoint)
 
 
 class TrainRun:
@@ -137,7 +180,7 @@ class TrainRun:
     gone (the launcher stopped or died), so no worker outlives its trial."""
 
     def train(self, config: dict[str, Any], settings: TrialSettings, workers: Workers,
-              steps: Any, storage: str, checkpoint: Any) -> None:
+              steps: Any, storage: str) -> None:
         from ray.train import FailureConfig, RunConfig, ScalingConfig
         from ray.train.torch import TorchTrainer
 
@@ -151,7 +194,6 @@ class TrainRun:
                                  # Train V2's RunConfig at run time; the stubs are V1's
                                  callbacks=[ForwardToLauncher(steps)],  # type: ignore[list-item]
                                  failure_config=FailureConfig(max_failures=0)),
-            resume_from_checkpoint=checkpoint,
         )
         finished, gone = threading.Event(), threading.Event()
         threading.Thread(target=_abort_when_gone, args=(steps, finished, gone),
@@ -188,6 +230,26 @@ def run_worker(config: dict[str, Any], settings: TrialSettings) -> None:
     runs it, with its rank (``ray.train.get_context()`` works here, as Ray's docs use it)."""
     import ray.train
 
+    resume = (config.get(META_KEY) or {}).get("resume")
+    if resume is not None:
+        _resume_from(resume)
     context = ray.train.get_context()
     run_trial(config, settings, rank=context.get_world_rank(),
               world_size=context.get_world_size())
+
+
+def _resume_from(path: str) -> None:
+    """Make ``ray.train.get_checkpoint()`` on this worker return the checkpoint at ``path``
+    until the run reports one of its own (Ray Train 2's trainers take no checkpoint to start
+    from; its documentation passes one in the config instead, which a training function
+    written for ``get_checkpoint`` would not read)."""
+    import ray.train
+
+    original = getattr(ray.train.get_checkpoint, "__wrapped__", ray.train.get_checkpoint)
+
+    def get_checkpoint() -> Any:
+        return original() or ray.train.Checkpoint.from_directory(path)
+
+    get_checkpoint.__wrapped__ = original  # type: ignore[attr-defined]
+    get_checkpoint.__doc__ = original.__doc__
+    ray.train.get_checkpoint = get_checkpoint

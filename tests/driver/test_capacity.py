@@ -9,9 +9,9 @@ import time
 import pytest
 
 from searchsvc import usecases
-from searchsvc.driver.capacity import capacity_issues
+from searchsvc.driver.capacity import capacity_issues, concurrent_trials
 from searchsvc.errors import SpecError
-from searchsvc.spec import parse_spec
+from searchsvc.spec import StudySpec, parse_spec
 
 SPEC = """\
 study: big
@@ -19,7 +19,7 @@ objective: objectives.synthetic:branin
 metric: value
 mode: min
 budget: {{trials: 2}}
-resources: {{cpu: {cpu}, gpu: {gpu}}}
+resources: {{cpu: {cpu}, gpu: {gpu}, workers: {workers}}}
 parameters:
   x1: {{low: -5.0, high: 10.0}}
   x2: {{low: 0.0, high: 15.0}}
@@ -29,9 +29,12 @@ NODES = [{"Alive": True, "Resources": {"CPU": 8.0, "GPU": 1.0}},
          {"Alive": False, "Resources": {"CPU": 64.0, "GPU": 8.0}}]  # gone: counts for nothing
 
 
-def issues(cpu: float, gpu: float) -> list[str]:
-    return [i.render() for i in capacity_issues(
-        parse_spec(SPEC.format(cpu=cpu, gpu=gpu), file="big.yaml"), NODES)]
+def spec_of(cpu: float, gpu: float, workers: int = 1) -> StudySpec:
+    return parse_spec(SPEC.format(cpu=cpu, gpu=gpu, workers=workers), file="big.yaml")
+
+
+def issues(cpu: float, gpu: float, workers: int = 1) -> list[str]:
+    return [i.render() for i in capacity_issues(spec_of(cpu, gpu, workers), NODES)]
 
 
 def test_what_one_node_can_hold_runs() -> None:
@@ -47,9 +50,29 @@ def test_more_than_any_node_has_is_refused_with_the_line_and_the_numbers() -> No
     assert "resources.gpu: 2 GPUs per trial" in gpu and "(largest: 1;" in gpu
 
 
+def test_data_parallel_workers_must_each_fit_a_node_and_together_the_cluster() -> None:
+    # 3 workers x 8 CPUs = 24: each fits a node, together exactly the cluster.
+    assert issues(8, 0, workers=3) == []
+    [total] = issues(8, 0, workers=4)
+    assert total.startswith("big.yaml:6: resources.workers: 4 workers x 8 CPU is 32 CPUs per "
+                            "trial, but this Ray cluster has 24 in all (2 node(s))")
+    assert "at most 3 workers" in total and total.endswith("(got 4)")
+    [gpus] = issues(1, 1, workers=2)  # one GPU in the cluster
+    assert "2 workers x 1 GPU is 2 GPUs per trial" in gpus
+    [each] = issues(17, 0, workers=2)  # no node holds one worker: said per worker
+    assert "resources.cpu: 17 CPUs per worker, but no node" in each
+
+
+def test_data_parallel_trials_run_as_many_at_once_as_the_cluster_holds() -> None:
+    assert concurrent_trials(spec_of(4, 0, workers=2), NODES) == 3  # 24 // 8
+    assert concurrent_trials(spec_of(1, 0.5, workers=2), NODES) == 1  # 1 GPU // 1
+    assert concurrent_trials(spec_of(16, 0, workers=2), NODES) == 1  # never below 1
+    assert concurrent_trials(spec_of(1, 0), NODES) is None  # Tune places ordinary trials
+
+
 @pytest.mark.slow
 def test_a_study_asking_for_more_than_the_cluster_fails_at_once(ray_local) -> None:
-    spec = parse_spec(SPEC.format(cpu=64, gpu=0), file="big.yaml")
+    spec = spec_of(64, 0)
     started = time.monotonic()
     with pytest.raises(SpecError, match=r"resources\.cpu: 64 CPUs per trial") as refused:
         usecases.preflight(spec)
@@ -61,7 +84,7 @@ def test_ray_client_addresses_are_refused_with_what_to_do_instead() -> None:
     from searchsvc.driver import RunOptions
     from searchsvc.errors import RunnerError
 
-    spec = parse_spec(SPEC.format(cpu=1, gpu=0), file="big.yaml")
+    spec = spec_of(1, 0)
     with pytest.raises(RunnerError, match=r"Ray Client \(ray://\) is not supported") as refused:
         usecases.preflight(spec, RunOptions(address="ray://head:10001"))
     assert "--address HOST:PORT or auto" in str(refused.value)
