@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,8 @@ MEMORY_HEADROOM = 1.2  # peak memory is multiplied by this when checking a packi
 OOM_PREFIX = "out of memory"  # the error of a trial the driver classified as out-of-memory
 _OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory")
 GIB = 1024.0
+STRAGGLER_RATIO = 1.5  # a rank whose median step time is this many times the others' median
+STRAGGLER_MIN_S = 0.01  # ...and longer by at least this much (timer noise on tiny steps)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,8 @@ class TrialTelemetry:
     gpu_absent: str | None  # why there are no GPU fields ("gpu: none assigned", "nvml: ...")
     gpu_uuid: str | None = None  # the device(s) it ran on (worker/gpus.py resolves the ids)
     time_to_first_batch_s: float | None = None  # its start to sdk.data_loader's first batch
+    # A data-parallel trial: each rank's median step time, by rank (side by side in the report)
+    rank_step_time_s: tuple[float, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -90,7 +95,8 @@ class StudyTelemetry:
                 "diagnoses": [d.as_dict() for d in self.diagnoses],
                 "thresholds": {"input_bound_fraction": INPUT_BOUND_FRACTION,
                                "underused_gpu_util_percent": UNDERUSED_UTIL,
-                               "packings": list(PACKINGS), "memory_headroom": MEMORY_HEADROOM}}
+                               "packings": list(PACKINGS), "memory_headroom": MEMORY_HEADROOM,
+                               "straggler_ratio": STRAGGLER_RATIO}}
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -118,6 +124,7 @@ def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
     uuids = [r["gpu_uuid"] for r in rows if isinstance(r.get("gpu_uuid"), str)]
     absent = next((f"{k}: {r[k]}" for r in rows for k in ("gpu", "nvml")
                    if isinstance(r.get(k), str)), None)
+    ranks = rank_step_times(trial)
     end = trial.finished_at or max((m.recorded_at for m in trial.measurements), default=None)
     duration = end - trial.started_at if end and trial.started_at else None
     return TrialTelemetry(
@@ -131,7 +138,9 @@ def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
         gpu_mem_total_mb=min(totals) if totals else None,
         gpu_name=names[-1] if names else None, gpu_absent=None if peaks else absent,
         gpu_uuid=uuids[-1] if uuids else None,
-        time_to_first_batch_s=next(iter(_numbers(rows, "time_to_first_batch_s")), None))
+        time_to_first_batch_s=next(iter(_numbers(rows, "time_to_first_batch_s")), None),
+        rank_step_time_s=tuple(statistics.median(t) for t in ranks) if ranks and all(ranks)
+        else None)
 
 
 def study_telemetry(trials: Sequence[TrialRecord], gpu_per_trial: float) -> StudyTelemetry:
@@ -139,7 +148,7 @@ def study_telemetry(trials: Sequence[TrialRecord], gpu_per_trial: float) -> Stud
     summaries = tuple(trial_telemetry(t) for t in trials)
     hours = sum(s.duration_s or 0.0 for s in summaries) / 3600.0
     diagnoses = [*input_bound(summaries), *underused_gpu(summaries, gpu_per_trial),
-                 *out_of_memory(trials)]
+                 *out_of_memory(trials), *stragglers(trials)]
     return StudyTelemetry(summaries, gpu_per_trial, hours, hours * gpu_per_trial,
                           tuple(diagnoses))
 
@@ -158,6 +167,50 @@ def input_bound(summaries: Sequence[TrialTelemetry],
         f"than {threshold:.0%} of their step time ({waits}){gpu}: more DataLoader workers, "
         "pinned memory or a cached/preprocessed dataset would speed them up"),
         {"threshold": threshold})]
+
+
+def rank_step_times(trial: TrialRecord) -> list[list[float]]:
+    """A data-parallel trial's step times by rank (each step's ``ranks`` telemetry, latest
+    attempt); empty for a trial on one process."""
+    by_rank: list[list[float]] = []
+    for m in trial.measurements:
+        ranks = m.telemetry.get("ranks") if m.attempt == trial.attempts else None
+        if not isinstance(ranks, list):
+            continue
+        for rank, row in enumerate(ranks):
+            while len(by_rank) <= rank:
+                by_rank.append([])
+            by_rank[rank] += _numbers([row], "step_time_s") if isinstance(row, dict) else []
+    return by_rank
+
+
+def straggler(times: Sequence[Sequence[float]], ratio: float = STRAGGLER_RATIO
+              ) -> tuple[int, float, float] | None:
+    """The slowest rank when its median step time is ``ratio`` times the median of the other
+    ranks' medians (and longer by :data:`STRAGGLER_MIN_S`): (rank, its median, the others')."""
+    medians = [statistics.median(t) for t in times if t]
+    if len(medians) < 2 or len(medians) != len(times):
+        return None
+    slow = max(range(len(medians)), key=lambda r: medians[r])
+    others = statistics.median(m for r, m in enumerate(medians) if r != slow)
+    if medians[slow] >= ratio * others and medians[slow] - others >= STRAGGLER_MIN_S:
+        return slow, medians[slow], others
+    return None
+
+
+def stragglers(trials: Sequence[TrialRecord]) -> list[Diagnosis]:
+    """Data-parallel trials with a rank well slower than the others: every step waits for it
+    (DDP synchronises gradients), so the whole trial runs at its pace."""
+    found = [(t.number, *hit) for t in trials
+             if (hit := straggler(rank_step_times(t))) is not None]
+    if not found:
+        return []
+    named = ", ".join(f"trial {n} rank {r} ({slow:.3g} s a step against {fast:.3g} s)"
+                      for n, r, slow, fast in found)
+    return [Diagnosis("straggler", tuple(n for n, *_ in found), (
+        f"Straggler: {named}. Every step waits for the slowest rank, so the trial trains at its "
+        "pace: look at that worker's node (a slower or shared GPU, a busy CPU, a slow disk)"),
+        {"ranks": {str(n): r for n, r, *_ in found}, "ratio": STRAGGLER_RATIO})]
 
 
 def packing(util: float, peak_mb: float, total_mb: float, gpu_per_trial: float) -> int | None:

@@ -18,7 +18,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from searchsvc.worker.gpus import MIG_UTILISATION, resolve
@@ -146,7 +146,11 @@ class _GpuSampler:
 class Telemetry:
     """One trial's collector: :meth:`step` at each report gives that step's telemetry."""
 
-    def __init__(self, gpu_ids: list[str] | None = None):
+    def __init__(self, gpu_ids: list[str] | None = None,
+                 where: Mapping[str, Any] | None = None):
+        """``where``: fields every step carries as they are (a data-parallel worker's rank,
+        node and host)."""
+        self.where = dict(where or {})
         self.last = self.trial_started = time.perf_counter()
         self.first_batch_s: float | None = None  # trial start to its first batch
         self.first_batch_told = False
@@ -195,7 +199,7 @@ class Telemetry:
     def step(self, samples: int | float | None = None) -> dict[str, Any]:
         now = time.perf_counter()
         step_time = now - self.last
-        out: dict[str, Any] = {"step_time_s": step_time}
+        out: dict[str, Any] = {**self.where, "step_time_s": step_time}
         if samples is not None:
             out["samples"] = samples
             if step_time > 0:

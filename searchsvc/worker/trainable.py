@@ -51,7 +51,7 @@ def run_trial(config: dict[str, Any], settings: TrialSettings, *, rank: int | No
     """Run one trial's objective in this process: its context (number, seed, budget and, on
     a data-parallel trial's worker, its rank), seeds, telemetry, then the backend."""
     user_config, meta = split_config(config)
-    telemetry = Telemetry()
+    telemetry = Telemetry(where=None if rank is None else _where(rank))
     report_with_telemetry()
     set_current(TrialContext(
         study=settings.study, number=int(meta.get("number", 0)), seed=int(meta.get("seed", 0)),
@@ -68,6 +68,16 @@ def run_trial(config: dict[str, Any], settings: TrialSettings, *, rank: int | No
     finally:
         set_current(None)
         telemetry.close()
+
+
+def _where(rank: int) -> dict[str, Any]:
+    """Where a data-parallel trial's worker runs: its rank, Ray node and host."""
+    import socket
+
+    import ray
+
+    return {"rank": rank, "node": ray.get_runtime_context().get_node_id(),
+            "host": socket.gethostname()}
 
 
 def report_with_telemetry() -> None:

@@ -141,3 +141,32 @@ def test_out_of_memory_trials_are_diagnosed_and_other_failures_are_not() -> None
     [diagnosis] = study_telemetry(trials, gpu_per_trial=1).diagnoses
     assert diagnosis.kind == "out_of_memory" and diagnosis.trials == (0,)
     assert "trial 0: most likely from batch_size=512" in diagnosis.detail
+
+
+def ranked_step(*rank_times: float) -> dict[str, Any]:
+    """A data-parallel step: rank 0's telemetry with every rank's under ``ranks``."""
+    ranks = [cpu_step(step_time=t) for t in rank_times]
+    return {**ranks[0], "ranks": ranks}
+
+
+def test_a_rank_well_slower_than_the_others_is_named_a_straggler() -> None:
+    slow = trial(0, [ranked_step(0.20, 0.61, 0.21, 0.19) for _ in range(5)])
+    even = trial(1, [ranked_step(0.20, 0.22, 0.21, 0.19) for _ in range(5)])
+    single = trial(2, [cpu_step(step_time=0.2) for _ in range(5)])
+    found = study_telemetry([slow, even, single], 0.0)
+    [diagnosis] = [d for d in found.diagnoses if d.kind == "straggler"]
+    assert diagnosis.trials == (0,) and diagnosis.data["ranks"] == {"0": 1}
+    assert "trial 0 rank 1 (0.61 s a step against 0.2 s)" in diagnosis.detail
+    assert any(f.startswith("Straggler: trial 0 rank 1") for f in found.findings)
+    # The ranks side by side: each one's median step time.
+    assert trial_telemetry(slow).rank_step_time_s == pytest.approx((0.20, 0.61, 0.21, 0.19))
+    assert trial_telemetry(single).rank_step_time_s is None
+
+
+def test_a_straggler_needs_the_ratio_and_a_real_gap() -> None:
+    # 1.4x slower: within the ratio.
+    assert not [d for d in study_telemetry(
+        [trial(0, [ranked_step(1.0, 1.4)] * 3)], 0.0).diagnoses if d.kind == "straggler"]
+    # 3x slower but 4 ms apart: timer noise on a tiny step, not a straggler.
+    assert not [d for d in study_telemetry(
+        [trial(0, [ranked_step(0.002, 0.006)] * 3)], 0.0).diagnoses if d.kind == "straggler"]

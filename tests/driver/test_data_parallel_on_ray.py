@@ -72,6 +72,10 @@ def test_a_ray_train_docs_function_runs_unchanged_on_two_workers(ray_local,
             # Every rank's telemetry, rank 0's first.
             ranks = m.telemetry["ranks"]
             assert len(ranks) == 2 and all(r["rss_mb"] > 10 for r in ranks)
+            # Where each worker ran, recorded per worker.
+            assert [r["rank"] for r in ranks] == [0, 1]
+            assert all(r["node"] == ray_local.get_runtime_context().get_node_id()
+                       for r in ranks)
             assert m.telemetry["rss_mb"] == ranks[0]["rss_mb"]
         assert t.checkpoints, "the checkpoint itself reached the Tune trial"
         assert t.final_metrics["val_error"] == t.measurements[-1].metrics["val_error"]
@@ -80,6 +84,9 @@ def test_a_ray_train_docs_function_runs_unchanged_on_two_workers(ray_local,
         rows = {int(r["number"]): r for r in csv.DictReader(handle)}
     assert {n: float(r["final_val_error"]) for n, r in rows.items()} == {
         t.number: t.final_metrics["val_error"] for t in trials}
+    html = files.files["html"].read_text()  # the ranks side by side
+    assert "each rank&#39;s median step time" in html or "each rank's median step time" in html
+    assert "<th>rank 0</th><th>rank 1</th>" in html.replace("\n", "")
     assert_nothing_left(ray_local)
 
 
