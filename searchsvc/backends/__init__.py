@@ -46,10 +46,11 @@ def check_backend(spec: StudySpec) -> list[SpecIssue]:
         issues = [*issues, spec.source.issue(
             ("noise",), f"backend '{cls.name}' runs its own search, which cannot rerun a trial "
             "with a new seed; remove `noise` or set `noise: off`")]
-    if spec.resources.workers > 1 and not cls.data_parallel:
+    if spec.resources.data_parallel and not cls.data_parallel:
         issues = [*issues, spec.source.issue(
-            ("resources", "workers"), f"backend '{cls.name}' trains each trial in one process; "
-            "data-parallel trials (workers above 1) need backend 'ray'", spec.resources.workers)]
+            ("resources", "workers"), f"backend '{cls.name}' trains each trial in its own "
+            "process, not on Ray Train workers; `workers` needs backend 'ray'",
+            spec.resources.workers)]
     return issues
 
 

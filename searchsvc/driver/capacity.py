@@ -26,7 +26,7 @@ def capacity_issues(spec: StudySpec, nodes: Sequence[Mapping[str, Any]]) -> list
 
 def _per_node(spec: StudySpec, alive: list[Mapping[str, Any]]) -> list[SpecIssue]:
     issues = []
-    each = "per worker" if spec.resources.workers > 1 else "per trial"
+    each = "per worker" if spec.resources.worker_count > 1 else "per trial"
     for key, field, asked in (("CPU", "cpu", spec.resources.cpu),
                               ("GPU", "gpu", spec.resources.gpu)):
         if not asked:
@@ -47,7 +47,7 @@ def _per_node(spec: StudySpec, alive: list[Mapping[str, Any]]) -> list[SpecIssue
 
 
 def _per_cluster(spec: StudySpec, alive: list[Mapping[str, Any]]) -> list[SpecIssue]:
-    workers = spec.resources.workers
+    workers = spec.resources.worker_count
     if workers == 1:
         return []
     issues = []
@@ -68,10 +68,10 @@ def concurrent_trials(spec: StudySpec, nodes: Sequence[Mapping[str, Any]]) -> in
     """How many data-parallel trials of ``spec`` the cluster can hold at once (at least 1),
     within the study's ``budget.max_concurrent``; the study's own setting for any other."""
     limit = spec.budget.max_concurrent
-    if spec.resources.workers == 1:
+    if not spec.resources.data_parallel:
         return limit
     alive = [n.get("Resources", {}) for n in nodes if n.get("Alive", True)]
-    fits = [int(sum(float(r.get(key, 0.0)) for r in alive) // (spec.resources.workers * each))
+    fits = [int(sum(float(r.get(key, 0.0)) for r in alive) // (spec.resources.worker_count * each))
             for key, each in (("CPU", spec.resources.cpu), ("GPU", spec.resources.gpu))
             if each]
     held = max(1, min(fits, default=1))

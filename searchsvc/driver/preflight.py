@@ -93,9 +93,9 @@ def _not_run_because(spec: StudySpec, backend: Any) -> str | None:
     if backend.runs_own_search:  # one search job with its own tuner: no trial to try
         return (f"backend '{spec.backend}' runs its own search as one job; preflight has no "
                 "single trial to run")
-    if spec.resources.workers > 1:
-        return (f"each trial trains on {spec.resources.workers} Ray Train workers; preflight "
-                "runs one process, so the first trial is the objective's first run")
+    if spec.resources.data_parallel:
+        return (f"each trial trains on {spec.resources.worker_count} Ray Train worker(s); "
+                "preflight runs one process, so the first trial is the objective's first run")
     return None
 
 

@@ -429,7 +429,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
             num_samples=-1,  # StudySearch says when the study's trials are all done
             max_concurrent_trials=_concurrent_trials(spec),
             # A data-parallel trial's launcher holds nothing worth reusing; it must exit cleanly.
-            reuse_actors=spec.resources.workers == 1,
+            reuse_actors=not spec.resources.data_parallel,
             time_budget_s=time_limit_s,
             trial_dirname_creator=_trial_dirname,
             trial_name_creator=_trial_dirname,
@@ -451,7 +451,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     progress.start(f"seed repeats: {len(pending)} trials rerun the best configurations with new "
                    "seeds" if isinstance(searcher, RepeatSearcher) else None)
     tuner.fit()
-    if spec.resources.workers > 1:
+    if spec.resources.data_parallel:
         _wait_for_training_runs(spec.name, progress)
     return callback
 
@@ -486,14 +486,14 @@ def _trainable(spec: StudySpec, settings: Any, run_dir: Path) -> Any:
     from ray import tune
 
     resources = spec.resources
-    if resources.workers == 1:
+    if not resources.data_parallel:
         from searchsvc.worker.trainable import run_trial
 
         return tune.with_resources(tune.with_parameters(run_trial, settings=settings),
                                    {"cpu": resources.cpu, "gpu": resources.gpu})
     from searchsvc.worker.data_parallel import Workers, run_data_parallel_trial
 
-    workers = Workers(resources.workers, resources.cpu, resources.gpu, str(run_dir))
+    workers = Workers(resources.worker_count, resources.cpu, resources.gpu, str(run_dir))
     # No CPU for the launcher, so the workers can have every one; Ray needs a bundle to place
     # it with, so it asks for a little memory instead.
     return tune.with_resources(tune.with_parameters(run_data_parallel_trial, settings=settings,

@@ -78,9 +78,9 @@ class ResourcesFile(_FileModel):
     cpu: Number = Field(1, description="CPUs per trial (per worker with `workers`).")
     gpu: Number = Field(0, description="GPUs per trial (per worker with `workers`); may be "
                         "fractional below 1.")
-    workers: int = Field(1, ge=1, le=1024, description="Ray Train workers per trial: above 1, "
-                         "each trial trains data-parallel (PyTorch DDP) over this many "
-                         "processes, each with `cpu` and `gpu`.")
+    workers: int = Field(1, ge=1, le=1024, description="Ray Train workers per trial: when set, "
+                         "each trial is a Ray Train run (PyTorch DDP above 1) over this many "
+                         "processes, each with `cpu` and `gpu`; unset, a plain Tune trial.")
 
 
 class CheckpointsFile(_FileModel):

@@ -218,11 +218,23 @@ class Budget:
 
 @dataclass(frozen=True)
 class Resources:
-    """Per trial, or per worker of a data-parallel trial (``workers`` above 1)."""
+    """Per trial, or per worker of a data-parallel trial."""
 
     cpu: float = 1.0
     gpu: float = 0.0
-    workers: int = 1
+    # Ray Train workers per trial, when the file sets ``workers`` (even 1: a training function
+    # written for Ray Train then runs as a Train run of one worker); None: a plain Tune trial.
+    workers: int | None = None
+
+    @property
+    def data_parallel(self) -> bool:
+        """Whether each trial runs on Ray Train workers."""
+        return self.workers is not None
+
+    @property
+    def worker_count(self) -> int:
+        """The processes one trial trains on."""
+        return self.workers or 1
 
 
 @dataclass(frozen=True)

@@ -534,7 +534,9 @@ class _SemanticCheck:
                       "for sharing one GPU)", raw.gpu)
         if raw.cpu == 0 and raw.gpu == 0:
             self.fail(("resources",), "a trial needs some cpu or gpu")
-        return Resources(cpu=float(raw.cpu), gpu=float(raw.gpu), workers=raw.workers)
+        given = "workers" in raw.model_fields_set
+        return Resources(cpu=float(raw.cpu), gpu=float(raw.gpu),
+                         workers=raw.workers if given else None)
 
 
 def _tracking(raw: TrackingFile) -> Tracking:

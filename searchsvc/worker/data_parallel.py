@@ -1,4 +1,4 @@
-"""Data-parallel trials (``resources.workers`` above 1), the way Ray's documentation combines
+"""Data-parallel trials (``resources.workers``), the way Ray's documentation combines
 Tune and Train: the trial Tune runs is a launcher that trains the objective on N Ray Train
 workers with a ``TorchTrainer`` (DDP over gloo or NCCL), each worker with the study's ``cpu``
 and ``gpu``.

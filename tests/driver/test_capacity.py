@@ -19,7 +19,7 @@ objective: objectives.synthetic:branin
 metric: value
 mode: min
 budget: {{trials: 2}}
-resources: {{cpu: {cpu}, gpu: {gpu}, workers: {workers}}}
+resources: {{cpu: {cpu}, gpu: {gpu}{workers}}}
 parameters:
   x1: {{low: -5.0, high: 10.0}}
   x2: {{low: 0.0, high: 15.0}}
@@ -29,11 +29,12 @@ NODES = [{"Alive": True, "Resources": {"CPU": 8.0, "GPU": 1.0}},
          {"Alive": False, "Resources": {"CPU": 64.0, "GPU": 8.0}}]  # gone: counts for nothing
 
 
-def spec_of(cpu: float, gpu: float, workers: int = 1) -> StudySpec:
-    return parse_spec(SPEC.format(cpu=cpu, gpu=gpu, workers=workers), file="big.yaml")
+def spec_of(cpu: float, gpu: float, workers: int | None = None) -> StudySpec:
+    given = "" if workers is None else f", workers: {workers}"
+    return parse_spec(SPEC.format(cpu=cpu, gpu=gpu, workers=given), file="big.yaml")
 
 
-def issues(cpu: float, gpu: float, workers: int = 1) -> list[str]:
+def issues(cpu: float, gpu: float, workers: int | None = None) -> list[str]:
     return [i.render() for i in capacity_issues(spec_of(cpu, gpu, workers), NODES)]
 
 
@@ -63,11 +64,18 @@ def test_data_parallel_workers_must_each_fit_a_node_and_together_the_cluster() -
     assert "resources.cpu: 17 CPUs per worker, but no node" in each
 
 
+def test_setting_workers_makes_trials_ray_train_runs_even_with_one() -> None:
+    assert not spec_of(1, 0).resources.data_parallel  # a plain Tune trial
+    one = spec_of(1, 0, workers=1).resources
+    assert one.data_parallel and one.worker_count == 1  # a Train run of one worker
+
+
 def test_data_parallel_trials_run_as_many_at_once_as_the_cluster_holds() -> None:
     assert concurrent_trials(spec_of(4, 0, workers=2), NODES) == 3  # 24 // 8
     assert concurrent_trials(spec_of(1, 0.5, workers=2), NODES) == 1  # 1 GPU // 1
     assert concurrent_trials(spec_of(16, 0, workers=2), NODES) == 1  # never below 1
     assert concurrent_trials(spec_of(1, 0), NODES) is None  # Tune places ordinary trials
+    assert concurrent_trials(spec_of(8, 0, workers=1), NODES) == 3  # a Train run of one
 
 
 @pytest.mark.slow

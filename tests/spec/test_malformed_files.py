@@ -109,7 +109,7 @@ CASES: list[tuple[str, str, int | None, str, str, str | None]] = [
      "parameters: {x: {low: 0, high: 1}}\n", 5, "resources.workers", "integer", "1.5"),
     ("workers-on-keras", HEAD + "backend: keras_tuner\nresources: {workers: 2}\n"
      "budget: {trials: 4}\nparameters: {x: {low: 0, high: 1}}\n", 6, "resources.workers",
-     "data-parallel trials (workers above 1) need backend 'ray'", "2"),
+     "`workers` needs backend 'ray'", "2"),
     ("grid-continuous", HEAD + "searcher: grid\nparameters:\n  x: {low: 0.0, high: 1.0}\n", 7,
      "parameters.x", "grid search needs discrete values", None),
     ("fewer-trials-than-arms", HEAD + "budget: {trials: 2}\nparameters:\n"
