@@ -501,6 +501,9 @@ def serve(
         "a study both count).")] = 20,
     max_code_mb: Annotated[float, typer.Option(
         help="Size of an uploaded code bundle once unpacked, in MB.")] = 100,
+    request_timeout: Annotated[float, typer.Option(
+        help="Seconds a request may spend validating a study file or unpacking a code bundle "
+        "before it is answered 503.")] = 10.0,
 ) -> None:
     """Run the REST API (OpenAPI at /docs and /openapi.json) and the studies submitted to it,
     each in its own driver process, on the Ray cluster at --address (else embedded Ray)."""
@@ -516,7 +519,8 @@ def serve(
         allow_tracking_uris=tuple(allow_tracking_uri or ()),
         limits=server_limits(max_trials=max_trials, max_parameters=max_parameters,
                              max_grid_points=max_grid_points, max_arms=max_arms),
-        code_limits=BundleLimits(max_unpacked_bytes=int(max_code_mb * 1024 * 1024)))
+        code_limits=BundleLimits(max_unpacked_bytes=int(max_code_mb * 1024 * 1024)),
+        request_timeout_s=request_timeout)
     store = _store(storage, store_outage)
     scheduler = StudyScheduler(store, address=address, max_running=max_running,
                                num_cpus=num_cpus, logs=searchsvc_home() / "service-logs")

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from searchsvc.analysis.boundary import STATUS_OK, BoundaryCheck
+from searchsvc.analysis.boundary import STATUS_DIVERGENCE_EDGE, STATUS_OK, BoundaryCheck
 from searchsvc.analysis.curves import SATURATED, STILL_IMPROVING, CurveDiagnosis, diagnose_best
 from searchsvc.analysis.pareto import ObjectiveFindings
 from searchsvc.analysis.trials import valued_by
@@ -82,8 +82,9 @@ def suggest_for_objectives(spec: StudySpec, per_objective: Sequence[ObjectiveFin
 
 def merge_boundaries(per_objective: Sequence[ObjectiveFindings]) -> list[BoundaryCheck]:
     """One check per parameter over every objective's own checks: the suggested range spans
-    each objective's suggestion; its status is the first crowded edge (in the objectives'
-    order), and ``detail`` names which objective found what."""
+    each objective's suggestion, but never past a bound where some objective's trials diverged;
+    its status is the first crowded edge (in the objectives' order), and ``detail`` names which
+    objective found what."""
     by_parameter: dict[str, list[tuple[str, BoundaryCheck]]] = {}
     for findings in per_objective:
         for check in findings.boundaries:
@@ -93,9 +94,14 @@ def merge_boundaries(per_objective: Sequence[ObjectiveFindings]) -> list[Boundar
     for checks in by_parameter.values():
         crowded = [c for _, c in checks if c.status != STATUS_OK]
         first = crowded[0] if crowded else checks[0][1]
+        low = min(c.suggested_low for _, c in checks)
+        high = max(c.suggested_high for _, c in checks)
+        # Never into a region where any objective's trials diverged.
+        for _, c in checks:
+            if c.status == STATUS_DIVERGENCE_EDGE:
+                low, high = max(low, c.suggested_low), min(high, c.suggested_high)
         merged.append(replace(
-            first, suggested_low=min(c.suggested_low for _, c in checks),
-            suggested_high=max(c.suggested_high for _, c in checks),
+            first, suggested_low=low, suggested_high=high,
             detail="; ".join(f"{name}: {c.status.replace('_', ' ')}" for name, c in checks)))
     return merged
 

@@ -43,7 +43,19 @@ def _per_node(spec: StudySpec, alive: list[Mapping[str, Any]]) -> list[SpecIssue
             f"trial could ever start. Ask for at most {largest:g} per trial, or run on a "
             "cluster with a bigger node" + (" (--num-cpus sets the embedded Ray's CPUs)"
                                             if key == "CPU" else ""), asked))
+    if not issues and not any(_bundles(r, spec) for r in alive):
+        issues.append(spec.source.issue(
+            ("resources",), f"{spec.resources.cpu:g} CPUs and {spec.resources.gpu:g} GPUs "
+            f"{each}, but no node of this Ray cluster has both, so no trial could ever start"))
     return issues
+
+
+def _bundles(resources: Mapping[str, Any], spec: StudySpec) -> int:
+    """How many of one trial's (one worker's) bundles a node with ``resources`` holds."""
+    fits = [int(float(resources.get(key, 0.0)) // asked + 1e-9)
+            for key, asked in (("CPU", spec.resources.cpu), ("GPU", spec.resources.gpu))
+            if asked]
+    return min(fits, default=0)
 
 
 def _per_cluster(spec: StudySpec, alive: list[Mapping[str, Any]]) -> list[SpecIssue]:
@@ -61,6 +73,13 @@ def _per_cluster(spec: StudySpec, alive: list[Mapping[str, Any]]) -> list[SpecIs
             f"this Ray cluster has {total:g} in all ({len(alive)} node(s)), so no trial could "
             f"ever start. Ask for at most {int(total // each)} workers, fewer {key}s each, or "
             "a bigger cluster", workers))
+    held = sum(_bundles(r, spec) for r in alive)
+    if not issues and held < workers:  # enough in all, but not in whole workers per node
+        issues.append(spec.source.issue(
+            ("resources", "workers"),
+            f"{workers} workers per trial, but the nodes of this Ray cluster hold {held} "
+            f"workers of {spec.resources.cpu:g} CPU and {spec.resources.gpu:g} GPU at most "
+            "(each worker on one node), so no trial could ever start", workers))
     return issues
 
 
@@ -71,10 +90,7 @@ def concurrent_trials(spec: StudySpec, nodes: Sequence[Mapping[str, Any]]) -> in
     if not spec.resources.data_parallel:
         return limit
     alive = [n.get("Resources", {}) for n in nodes if n.get("Alive", True)]
-    fits = [int(sum(float(r.get(key, 0.0)) for r in alive) // (spec.resources.worker_count * each))
-            for key, each in (("CPU", spec.resources.cpu), ("GPU", spec.resources.gpu))
-            if each]
-    held = max(1, min(fits, default=1))
+    held = max(1, sum(_bundles(r, spec) for r in alive) // spec.resources.worker_count)
     return held if limit is None else min(limit, held)
 
 

@@ -467,7 +467,7 @@ def _wait_for_training_runs(study: str, progress: Progress,
     while left := runs_left(study):
         if time.monotonic() > deadline:
             progress.note(f"{len(left)} training run(s) still stopping after {timeout_s:.0f} s; "
-                          "Ray ends them when this session does")
+                          "each ends itself once its workers have stopped")
             return
         if not said:
             progress.note(f"waiting for {len(left)} training run(s) to stop their workers")

@@ -146,7 +146,8 @@ class RunningTrial:
 
     def overdue(self, timeout_s: float, now: float | None = None) -> bool:
         """Whether this try has run longer than ``timeout_s`` (and was not stopped yet)."""
-        return not self.timed_out and (now or time.monotonic()) - self.started >= timeout_s
+        now = time.monotonic() if now is None else now
+        return not self.timed_out and now - self.started >= timeout_s
 
     def end(self, objectives: tuple[str, ...], constraints: tuple[Constraint, ...],
             error: str | None = None, out_of_memory: bool = False) -> TrialEnd:
@@ -183,17 +184,18 @@ class ResultWriter:
     def received(self, now: float | None = None) -> None:
         """A result arrived (it is pending in its trial)."""
         if self.unwritten_since is None:
-            self.unwritten_since = now or time.monotonic()
+            self.unwritten_since = time.monotonic() if now is None else now
 
     def due(self, now: float | None = None) -> bool:
         """Whether the oldest pending result has waited its delay."""
         return (self.unwritten_since is not None
-                and (now or time.monotonic()) - self.unwritten_since >= self.delay_s)
+                and (time.monotonic() if now is None else now) - self.unwritten_since
+                >= self.delay_s)
 
     def flush(self, trials: Iterable[RunningTrial]) -> None:
         """Store every pending result of ``trials`` (one transaction), then track them."""
-        self.commit(list(trials))
         self.unwritten_since = None
+        self.commit(list(trials))
 
     def commit(self, trials: list[RunningTrial],
                end: Callable[[RunningTrial], None] | None = None) -> None:

@@ -78,7 +78,9 @@ def merged_step(metrics: list[dict[str, Any]], checkpoint: str | None) -> Step:
 
 class ForwardToLauncher(UserCallback):
     """On Train's controller: after every step all workers reported, hand the step to the
-    launcher (a queue of one: training waits while Tune has not taken the last step)."""
+    launcher (a queue of one: training waits while Tune has not taken the last step). The put
+    blocks the controller's loop meanwhile; a queue that died (the launcher stopped) makes it
+    raise, which ends the run, and TrainRun's watch then ends the actor."""
 
     def __init__(self, queue: Any):
         self.queue = queue
@@ -96,9 +98,8 @@ def run_data_parallel_trial(config: dict[str, Any], settings: TrialSettings,
     from ray.util.queue import Queue
 
     steps = Queue(maxsize=1, actor_options={"num_cpus": 0})
-    # The trial's own folder, the same for every try: a try after a failure finds the last
-    # checkpoint there (Ray Train's snapshot), so ray.train.get_checkpoint() and sdk.restore()
-    # resume from it on every rank.
+    # The trial's own folder: each try's training run keeps its checkpoints there, and the
+    # last one Tune received (REPORTED) is where a later try resumes every rank from.
     number = int((config.get(META_KEY) or {}).get("number", 0))
     storage = Path(workers.run_dir) / f"trial_{number:05d}"
     config = with_resume(config, resume_point(storage, tune.get_checkpoint()))
@@ -181,7 +182,7 @@ class TrainRun:
 
     def train(self, config: dict[str, Any], settings: TrialSettings, workers: Workers,
               steps: Any, storage: str) -> None:
-        from ray.train import FailureConfig, RunConfig, ScalingConfig
+        from ray.train import CheckpointConfig, FailureConfig, RunConfig, ScalingConfig
         from ray.train.torch import TorchTrainer
 
         trainer = TorchTrainer(
@@ -189,11 +190,17 @@ class TrainRun:
             train_loop_config=config,
             scaling_config=ScalingConfig(num_workers=workers.count, use_gpu=workers.gpu > 0,
                                          resources_per_worker=workers.bundle()),
-            # Not retried here: Tune restarts the whole trial from its last checkpoint.
-            run_config=RunConfig(name="train", storage_path=storage,
+            # Not retried here: Tune restarts the whole trial from its last checkpoint. A new
+            # run name for each try: Ray Train would otherwise restore the folder's own latest
+            # checkpoint, which may be a step Tune never received, or not the one a PBT exploit
+            # hands over (the launcher passes the right one, see resume_point).
+            run_config=RunConfig(name=f"try-{uuid.uuid4().hex[:12]}", storage_path=storage,
                                  # Train V2's RunConfig at run time; the stubs are V1's
                                  callbacks=[ForwardToLauncher(steps)],  # type: ignore[list-item]
-                                 failure_config=FailureConfig(max_failures=0)),
+                                 failure_config=FailureConfig(max_failures=0),
+                                 # Tune keeps its own copy of each (checkpoints.keep_best);
+                                 # a later try needs only the latest.
+                                 checkpoint_config=CheckpointConfig(num_to_keep=2)),
         )
         finished, gone = threading.Event(), threading.Event()
         threading.Thread(target=_abort_when_gone, args=(steps, finished, gone),
@@ -202,7 +209,9 @@ class TrainRun:
             trainer.fit()
         finally:
             finished.set()
-            if gone.is_set():  # nobody is left to end this actor
+            # Training may end (its controller failing to hand a step to a queue that died)
+            # before the watch noticed: ask the queue once more.
+            if gone.is_set() or not _alive(steps):  # nobody is left to end this actor
                 import ray
 
                 ray.actor.exit_actor()
@@ -211,18 +220,28 @@ class TrainRun:
 def _abort_when_gone(steps: Any, finished: threading.Event, gone: threading.Event) -> None:
     """Interrupt the run's main thread (Ray Train's graceful abort) once ``steps``' actor is
     gone."""
-    import ray
-
     while not finished.wait(WATCH_S):
-        try:
-            ray.get(steps.actor.qsize.remote(), timeout=WATCH_S * 10)
-        except ray.exceptions.GetTimeoutError:
-            continue
-        except ray.exceptions.RayActorError:
+        if not _alive(steps):
             gone.set()
             if not finished.is_set():
                 _thread.interrupt_main()
             return
+
+
+def _alive(steps: Any) -> bool:
+    """Whether the launcher's queue still answers (a slow or briefly unreachable one counts as
+    alive: only a dead actor ends a training run)."""
+    import ray
+
+    try:
+        ray.get(steps.actor.qsize.remote(), timeout=WATCH_S * 10)
+    except (ray.exceptions.GetTimeoutError, ray.exceptions.ActorUnavailableError):
+        return True
+    except ray.exceptions.RayActorError:
+        return False
+    except Exception:  # anything else is not proof the launcher is gone
+        return True
+    return True
 
 
 def run_worker(config: dict[str, Any], settings: TrialSettings) -> None:

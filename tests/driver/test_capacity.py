@@ -64,6 +64,16 @@ def test_data_parallel_workers_must_each_fit_a_node_and_together_the_cluster() -
     assert "resources.cpu: 17 CPUs per worker, but no node" in each
 
 
+def test_a_bundle_must_fit_whole_on_one_node() -> None:
+    # 9 CPUs exist on the 16-CPU node and a GPU on the other, but no node has both.
+    [both] = issues(9, 1)
+    assert "9 CPUs and 1 GPUs per trial, but no node of this Ray cluster has both" in both
+    # 4 workers x 6 CPUs = 24 fits the cluster's sum, but the nodes hold 1 + 2 such workers.
+    assert issues(6, 0, workers=3) == []
+    [packed] = issues(6, 0, workers=4)
+    assert "the nodes of this Ray cluster hold 3 workers of 6 CPU and 0 GPU at most" in packed
+
+
 def test_setting_workers_makes_trials_ray_train_runs_even_with_one() -> None:
     assert not spec_of(1, 0).resources.data_parallel  # a plain Tune trial
     one = spec_of(1, 0, workers=1).resources
@@ -71,7 +81,8 @@ def test_setting_workers_makes_trials_ray_train_runs_even_with_one() -> None:
 
 
 def test_data_parallel_trials_run_as_many_at_once_as_the_cluster_holds() -> None:
-    assert concurrent_trials(spec_of(4, 0, workers=2), NODES) == 3  # 24 // 8
+    assert concurrent_trials(spec_of(4, 0, workers=2), NODES) == 3  # (2 + 4) workers // 2
+    assert concurrent_trials(spec_of(6, 0, workers=2), NODES) == 1  # (1 + 2) // 2, not 24 // 12
     assert concurrent_trials(spec_of(1, 0.5, workers=2), NODES) == 1  # 1 GPU // 1
     assert concurrent_trials(spec_of(16, 0, workers=2), NODES) == 1  # never below 1
     assert concurrent_trials(spec_of(1, 0), NODES) is None  # Tune places ordinary trials
