@@ -1,8 +1,8 @@
 """Planted objectives for the telemetry tests (tests/driver/test_telemetry_on_ray.py): copied
 next to the study file so Ray's workers import them.
 
-``loader: slow`` sleeps 50 ms in the data iterable per batch against 5 ms of "compute" per
-batch: the loop waits for data about 90% of its step time. ``loader: fast`` yields at once
+``loader: slow`` sleeps 100 ms in the data iterable per batch against 5 ms of "compute" per
+batch: the loop waits for data about 95% of its step time. ``loader: fast`` yields at once
 (about 0%). ``batch_size`` of 1024 or more raises torch's out-of-memory error, as a GPU would."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 
 from searchsvc import sdk
 
-SLOW_LOAD_S = 0.05
+SLOW_LOAD_S = 0.1
 COMPUTE_S = 0.005
 BATCHES = 4
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from searchsvc.analysis.telemetry import INPUT_BOUND_FRACTION
 from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
@@ -68,8 +69,10 @@ def test_telemetry_of_every_step_and_its_diagnoses(ray_local, tmp_path: Path) ->
             assert "searchsvc_telemetry" not in m.metrics and "step_time_s" not in m.metrics
             assert set(m.metrics) == {"loss", "time_s"}
         waits = [m.telemetry["data_wait_fraction"] for m in t.measurements]
-        if t.config["loader"] == "slow":  # 50 ms of loading per 5 ms of compute
-            assert min(waits) > 0.7, waits
+        if t.config["loader"] == "slow":  # 100 ms of loading per 5 ms of compute
+            # Past the input-bound threshold at every step. Not much higher: on a loaded
+            # machine the driver takes each report late, and that wait is step time too.
+            assert min(waits) > INPUT_BOUND_FRACTION, waits
         else:
             assert max(waits) < 0.3, waits
 
