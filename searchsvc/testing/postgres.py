@@ -98,6 +98,7 @@ def running_server() -> Iterator[PrivateServer]:
             raise RuntimeError(f"the private PostgreSQL server ({binary}) did not start: "
                                f"{type(exc).__name__}: {exc}\n{tail}") from exc
         try:
+            _wait_until_accepting(port)
             yield PrivateServer(f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres",
                                 server)
         finally:
@@ -107,6 +108,23 @@ def running_server() -> Iterator[PrivateServer]:
         shutil.rmtree(folder, ignore_errors=True)
         if wrapper_folder is not None:
             shutil.rmtree(wrapper_folder, ignore_errors=True)
+
+
+def _wait_until_accepting(port: int, timeout_s: float = 120.0) -> None:
+    """Return once the server on ``port`` takes connections: ``pg_ctl start -w`` may return
+    while it still answers "the database system is starting up"."""
+    import psycopg
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            psycopg.connect(host="127.0.0.1", port=port, user="postgres", dbname="postgres",
+                            connect_timeout=5).close()
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def _pg_ctl_as_postgres(pg_ctl: str, folder: Path, wrapper_folder: Path) -> str:
