@@ -64,12 +64,15 @@ def test_health_answers_quickly_while_slow_requests_are_in_flight(tmp_path: Path
     # machine is (what a request past the timeout gets, 503, is not what this test is about).
     with running_service(tmp_path, args=("--num-cpus", "2", "--request-timeout", "300")) as s:
         answers: list[int] = []
+        durations: list[float] = []
 
         def post_slow() -> None:
+            started = time.perf_counter()
             try:
                 s.call("POST", "/studies", SLOW)
             except urllib.error.HTTPError as exc:
                 answers.append(exc.code)
+            durations.append(time.perf_counter() - started)
 
         slow = [threading.Thread(target=post_slow) for _ in range(3)]
         for thread in slow:
@@ -86,10 +89,12 @@ def test_health_answers_quickly_while_slow_requests_are_in_flight(tmp_path: Path
             thread.join()
         assert answers == [422, 422, 422]  # each was read to its end and refused
         assert len(latencies) >= 5, "the slow requests ended before /health was asked"
-        # The median, not the maximum: on a loaded machine any one call may wait for a CPU.
-        # Had validation run on the event loop, every call would wait for it (seconds).
+        # Had validation run on the event loop, each call would wait for the validation under
+        # way: a good part of a slow request's own time. Compared with that, not with a fixed
+        # number of seconds, the check holds however loaded the machine is. The median, not
+        # the maximum: any one call may wait for a CPU.
         latencies.sort()
-        assert latencies[len(latencies) // 2] < 0.1, latencies
+        assert latencies[len(latencies) // 2] < min(durations) / 10, (latencies, durations)
 
 
 def test_no_callable_field_can_make_the_server_import_a_disallowed_module(
