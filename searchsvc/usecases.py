@@ -124,6 +124,45 @@ def preflight(spec: StudySpec, options: RunOptions | None = None) -> PreflightRe
         return run_preflight(spec)
 
 
+def cluster_nodes(address: str | None, num_cpus: int | None = None,
+                  timeout_s: float = 60.0) -> list[dict[str, Any]]:
+    """The Ray nodes a study's driver will run on, each with its ``Resources``: the one node
+    of an embedded Ray with ``num_cpus`` (None: the machine's), or the alive nodes of the
+    cluster at ``address``, asked from a child process (this one never joins the cluster)."""
+    import json
+    import subprocess
+    import sys
+
+    from searchsvc.driver.capacity import embedded_nodes
+    from searchsvc.errors import RunnerError
+
+    if not address:
+        return embedded_nodes(num_cpus)
+    try:
+        done = subprocess.run([sys.executable, "-m", "searchsvc.driver.capacity", address],
+                              capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise RunnerError(f"the Ray cluster at {address} did not answer in {timeout_s:.0f} s"
+                          ) from None
+    if done.returncode != 0:
+        raise RunnerError(f"could not ask the Ray cluster at {address} for its nodes: "
+                          f"{done.stderr.strip().splitlines()[-1:] or ['no error output']}")
+    nodes: list[dict[str, Any]] = json.loads(done.stdout)
+    return nodes
+
+
+def check_capacity(spec: StudySpec, nodes: list[dict[str, Any]]) -> StudySpec:
+    """``spec`` when Ray ``nodes`` can hold one of its trials, else :class:`SpecError` naming
+    the request and the capacity (see :mod:`searchsvc.driver.capacity`)."""
+    from searchsvc.driver.capacity import capacity_issues
+    from searchsvc.errors import SpecError
+
+    issues = capacity_issues(spec, nodes)
+    if issues:
+        raise SpecError(issues)
+    return spec
+
+
 def resume(name: str, store: Store, options: RunOptions | None = None, *,
            preflight: bool = True,
            on_preflight: Callable[[PreflightResult], None] | None = None) -> StudyRun:

@@ -81,7 +81,7 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
     if comparison is not None:
         findings.insert(1, f"Compared with the parent study {parent[0].name!r}: "  # type: ignore[index]
                         f"{comparison.detail}.")
-    telemetry = study_telemetry(trials, spec.resources.gpu)
+    telemetry = study_telemetry(trials, spec.resources.gpu, spec.resources.worker_count)
     findings += [d + "." for d in telemetry.findings]
     findings += outage_findings(events)
     return StudyAnalysis(summary, tuple(boundaries), tuple(isolation), tuple(curves),

@@ -57,7 +57,8 @@ class TrialTelemetry:
     gpu_absent: str | None  # why there are no GPU fields ("gpu: none assigned", "nvml: ...")
     gpu_uuid: str | None = None  # the device(s) it ran on (worker/gpus.py resolves the ids)
     time_to_first_batch_s: float | None = None  # its start to sdk.data_loader's first batch
-    # A data-parallel trial: each rank's median step time, by rank (side by side in the report)
+    # A data-parallel trial: each rank's median working time a step (step time less its wait
+    # at the report barrier), by rank (side by side in the report)
     rank_step_time_s: tuple[float, ...] | None = None
 
     def as_dict(self) -> dict[str, Any]:
@@ -104,8 +105,12 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def _numbers(rows: Iterable[Mapping[str, Any]], key: str) -> list[float]:
-    return [float(v) for r in rows if isinstance(v := r.get(key), int | float)
-            and not isinstance(v, bool) and math.isfinite(v)]
+    return [float(r[key]) for r in rows if _finite(r.get(key))]
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value)
 
 
 def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
@@ -143,14 +148,17 @@ def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
         else None)
 
 
-def study_telemetry(trials: Sequence[TrialRecord], gpu_per_trial: float) -> StudyTelemetry:
-    """Summaries, GPU-hours (each trial's duration x ``resources.gpu``) and diagnoses."""
+def study_telemetry(trials: Sequence[TrialRecord], gpu_per_trial: float,
+                    workers: int = 1) -> StudyTelemetry:
+    """Summaries, GPU-hours and diagnoses. ``gpu_per_trial`` is ``resources.gpu``, each
+    process's share (the packing advice is about it); a data-parallel trial holds it on each of
+    its ``workers``, so its GPU-hours are its duration x gpu x workers."""
     summaries = tuple(trial_telemetry(t) for t in trials)
     hours = sum(s.duration_s or 0.0 for s in summaries) / 3600.0
     diagnoses = [*input_bound(summaries), *underused_gpu(summaries, gpu_per_trial),
                  *out_of_memory(trials), *stragglers(trials)]
-    return StudyTelemetry(summaries, gpu_per_trial, hours, hours * gpu_per_trial,
-                          tuple(diagnoses))
+    held = gpu_per_trial * workers
+    return StudyTelemetry(summaries, held, hours, hours * held, tuple(diagnoses))
 
 
 def input_bound(summaries: Sequence[TrialTelemetry],
@@ -170,8 +178,12 @@ def input_bound(summaries: Sequence[TrialTelemetry],
 
 
 def rank_step_times(trial: TrialRecord) -> list[list[float]]:
-    """A data-parallel trial's step times by rank (each step's ``ranks`` telemetry, latest
-    attempt); empty for a trial on one process."""
+    """A data-parallel trial's working time per step, by rank (each step's ``ranks``
+    telemetry, latest attempt); empty for a trial on one process. A rank's working time is its
+    step time less ``report_wait_s``, the time it waited in Ray Train's report (a barrier every
+    rank meets at each step): a fast rank waits there for the slow one, so wall-clock step
+    times are the same on every rank and only what each rank did apart from waiting tells
+    them apart."""
     by_rank: list[list[float]] = []
     for m in trial.measurements:
         ranks = m.telemetry.get("ranks") if m.attempt == trial.attempts else None
@@ -180,8 +192,19 @@ def rank_step_times(trial: TrialRecord) -> list[list[float]]:
         for rank, row in enumerate(ranks):
             while len(by_rank) <= rank:
                 by_rank.append([])
-            by_rank[rank] += _numbers([row], "step_time_s") if isinstance(row, dict) else []
+            working = _working_time(row) if isinstance(row, dict) else None
+            if working is not None:
+                by_rank[rank].append(working)
     return by_rank
+
+
+def _working_time(row: Mapping[str, Any]) -> float | None:
+    """One rank's step time less its wait at the report barrier (when measured)."""
+    step, wait = row.get("step_time_s"), row.get("report_wait_s")
+    if not isinstance(step, int | float) or not _finite(step):
+        return None
+    waited = float(wait) if isinstance(wait, int | float) and _finite(wait) else 0.0
+    return max(float(step) - waited, 0.0)
 
 
 def straggler(times: Sequence[Sequence[float]], ratio: float = STRAGGLER_RATIO

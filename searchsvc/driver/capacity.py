@@ -5,10 +5,19 @@ study-file line and the cluster's numbers, instead of leaving every trial pendin
 
 A data-parallel trial's launcher takes no CPU of its own (Ray Train places the workers), so Tune
 cannot see what a trial holds: :func:`concurrent_trials` caps how many run at once by what the
-cluster's workers can hold."""
+cluster's workers can hold.
+
+The service checks a submitted study against the nodes its drivers will run on before it
+accepts it: :func:`embedded_nodes` (each study's own embedded Ray) or the nodes of the cluster at
+``--address``, which ``python -m searchsvc.driver.capacity ADDRESS`` prints as JSON (a child
+process, so the API's process never joins the cluster as a Ray driver)."""
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -102,3 +111,43 @@ def check_capacity(spec: StudySpec) -> None:
     issues = capacity_issues(spec, ray.nodes())
     if issues:
         raise SpecError(issues)
+
+
+def embedded_nodes(num_cpus: int | None = None, num_gpus: int | None = None
+                   ) -> list[dict[str, Any]]:
+    """The one node of the embedded Ray a study's driver starts with ``--num-cpus`` and
+    ``--num-gpus``; unset, the machine's CPUs and NVIDIA GPUs (no NVML: none), which is at
+    least what Ray finds itself."""
+    cpus = num_cpus if num_cpus is not None else os.cpu_count() or 1
+    gpus = num_gpus if num_gpus is not None else _nvidia_gpus()
+    return [{"Alive": True, "Resources": {"CPU": float(cpus), "GPU": float(gpus)}}]
+
+
+def _nvidia_gpus() -> int:
+    try:
+        import pynvml  # type: ignore[import-untyped]
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetCount())
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # no library or no driver: no GPU Ray could use either
+        return 0
+
+
+def cluster_nodes(address: str) -> list[dict[str, Any]]:
+    """The alive nodes of the Ray cluster at ``address`` with their resources (joins it as a
+    driver for a moment: run it in a process of its own)."""
+    import ray
+
+    ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
+    try:
+        return [{"Alive": True, "Resources": dict(n.get("Resources", {}))}
+                for n in ray.nodes() if n.get("Alive", True)]
+    finally:
+        ray.shutdown()
+
+
+if __name__ == "__main__":
+    json.dump(cluster_nodes(sys.argv[1]), sys.stdout)

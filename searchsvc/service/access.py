@@ -5,7 +5,7 @@ cancel/resume need a server that runs studies (503 otherwise)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from fastapi import HTTPException
 from fastapi.responses import FileResponse
@@ -28,6 +28,10 @@ class ServiceStudies:
     @property
     def runs_studies(self) -> bool:
         return self.scheduler is not None
+
+    def cluster_nodes(self) -> list[dict[str, Any]] | None:
+        """The Ray nodes this service's studies run on (None: not known, or it runs none)."""
+        return None if self.scheduler is None else self.scheduler.cluster.nodes()
 
     def owned(self, name: str, owner: str) -> StudyRecord:
         """Study ``name`` if ``owner`` owns it; 404 whether it is another user's or none."""

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from searchsvc import __version__
 from searchsvc.errors import SearchsvcError, SpecError
 from searchsvc.service.access import ServiceStudies
+from searchsvc.service.capacity import cluster_summary
 from searchsvc.service.config import MAX_BODY_BYTES, SERVER_LIMITS, ServiceConfig
 from searchsvc.service.context import ApiContext
 from searchsvc.service.reads import reads_router
@@ -54,10 +55,14 @@ def create_app(store: Store, config: ServiceConfig | None = None,
     @app.get("/health")
     def health() -> dict[str, str]:
         """``degraded`` while the store is unreachable: the service and its running studies
-        ride through it (retrying), requests that need the store wait or fail with 503."""
+        ride through it (retrying), requests that need the store wait or fail with 503.
+        ``cluster``: what the studies run on, as submissions are checked against it."""
         down = store.unreachable()
-        return {"status": "degraded" if down else "ok", "version": __version__,
-                "store": f"unreachable: {down}" if down else "ok"}
+        found = {"status": "degraded" if down else "ok", "version": __version__,
+                 "store": f"unreachable: {down}" if down else "ok"}
+        if scheduler is not None:
+            found["cluster"] = cluster_summary(scheduler.cluster.nodes())
+        return found
 
     return app
 

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from searchsvc.core import STUDY_CREATED, STUDY_INTERRUPTED, STUDY_RUNNING, StudyRecord
+from searchsvc.service.capacity import ClusterView
 from searchsvc.store import Store
 
 # Drivers run at a lower CPU priority than the service, and so does the embedded Ray each one
@@ -30,18 +31,21 @@ class StudyScheduler:
                  num_cpus: int | None = None, logs: Path | None = None, poll_s: float = 0.5):
         self.store, self.address, self.max_running = store, address, max_running
         self.num_cpus, self.logs, self.poll_s = num_cpus, logs, poll_s
+        self.cluster = ClusterView(address, num_cpus)  # what the studies will run on
         self.running: dict[str, subprocess.Popen] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
+        self.cluster.start()
         self._thread = threading.Thread(target=self._loop, name="study-scheduler", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         """Stop scheduling; running studies go on in their own processes."""
         self._stop.set()
+        self.cluster.stop()
         if self._thread is not None:
             self._thread.join(timeout=10)
 

@@ -42,8 +42,12 @@ def submit_router(ctx: ApiContext) -> APIRouter:
             # Finding the bundle walks its files (for provenance): off the loop too.
             bundle = _bundle_for(code, token) if code is not None else None
             spec = _checked_spec(body, ctx.config, bundle)
-            check_quota(ctx.store, token.user, ctx.config.max_queued_per_user)
             from searchsvc import usecases
+
+            nodes = ctx.studies.cluster_nodes()
+            if nodes is not None:  # never queue a study whose trials could never start
+                usecases.check_capacity(spec, nodes)
+            check_quota(ctx.store, token.user, ctx.config.max_queued_per_user)
 
             try:  # the objective's module is located, never imported, in the API process
                 return usecases.create(spec, ctx.store, owner=token.user, code=bundle,

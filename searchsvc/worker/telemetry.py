@@ -156,6 +156,9 @@ class Telemetry:
         self.first_batch_told = False
         self.waited_s = 0.0  # waiting in a data_loader's next() since the last step
         self.loader_used = False
+        # Blocked in the last report call: on a data-parallel trial's workers Ray Train's report
+        # is a barrier, so a rank that waits there waited for a slower one.
+        self.report_wait_s: float | None = None
         self.process: Any = None
         self.process_error: str | None = None
         try:
@@ -181,7 +184,7 @@ class Telemetry:
         and the worker's setup are not part of its first step)."""
         self.last = self.trial_started = time.perf_counter()
         self.first_batch_s, self.first_batch_told = None, False
-        self.waited_s = 0.0
+        self.waited_s, self.report_wait_s = 0.0, None
         if self.process is not None:
             with contextlib.suppress(Exception):
                 self.process.cpu_percent(None)
@@ -189,6 +192,11 @@ class Telemetry:
     def waited(self, seconds: float) -> None:
         self.waited_s += seconds
         self.loader_used = True
+
+    def reported(self, seconds: float) -> None:
+        """The report call just made blocked for ``seconds``: the next step's time includes
+        them, and its ``report_wait_s`` says how much of it was that wait."""
+        self.report_wait_s = seconds
 
     def batch_arrived(self, at: float) -> None:
         """A batch came from ``sdk.data_loader`` at ``at`` (perf_counter): the first one times
@@ -207,6 +215,9 @@ class Telemetry:
         if self.first_batch_s is not None and not self.first_batch_told:
             out["time_to_first_batch_s"] = self.first_batch_s
             self.first_batch_told = True
+        if self.report_wait_s is not None:
+            out["report_wait_s"] = min(self.report_wait_s, step_time)
+            self.report_wait_s = None
         if self.loader_used:
             out["data_wait_s"] = self.waited_s
             out["data_wait_fraction"] = min(self.waited_s / step_time, 1.0) if step_time > 0 \

@@ -3,6 +3,7 @@ config to the study's backend on the worker (which imports the objective and rep
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -101,7 +102,12 @@ def _with_telemetry(original: Callable[..., Any]) -> Callable[..., Any]:
         telemetry = current().telemetry
         if telemetry is not None and TELEMETRY_KEY not in metrics:
             metrics = {**metrics, TELEMETRY_KEY: telemetry.step()}
-        return original(metrics, *args, **kwargs)
+        started = time.perf_counter()
+        try:
+            return original(metrics, *args, **kwargs)
+        finally:
+            if telemetry is not None:  # sdk.report's calls come through here too
+                telemetry.reported(time.perf_counter() - started)
 
     report.searchsvc_telemetry = True  # type: ignore[attr-defined]
     report.__doc__, report.__wrapped__ = original.__doc__, original  # type: ignore[attr-defined]

@@ -170,3 +170,25 @@ def test_a_straggler_needs_the_ratio_and_a_real_gap() -> None:
     # 3x slower but 4 ms apart: timer noise on a tiny step, not a straggler.
     assert not [d for d in study_telemetry(
         [trial(0, [ranked_step(0.002, 0.006)] * 3)], 0.0).diagnoses if d.kind == "straggler"]
+
+
+def test_the_straggler_is_the_rank_that_works_longest_not_the_one_that_waits() -> None:
+    # Ray Train's report is a barrier: every rank's step takes the slow rank's 0.6 s, and the
+    # fast ranks spend the difference waiting there.
+    def barrier_step() -> dict[str, Any]:
+        ranks = [{**cpu_step(step_time=0.6), "report_wait_s": wait}
+                 for wait in (0.4, 0.0, 0.41)]
+        return {**ranks[0], "ranks": ranks}
+
+    slow = trial(0, [barrier_step() for _ in range(4)])
+    [diagnosis] = [d for d in study_telemetry([slow], 0.0).diagnoses if d.kind == "straggler"]
+    assert diagnosis.data["ranks"] == {"0": 1}
+    assert trial_telemetry(slow).rank_step_time_s == pytest.approx((0.2, 0.6, 0.19))
+    # Wall-clock step times alone, the same on every rank, name nobody.
+    even = trial(1, [ranked_step(0.6, 0.6, 0.6) for _ in range(4)])
+    assert not [d for d in study_telemetry([even], 0.0).diagnoses if d.kind == "straggler"]
+
+
+def test_a_data_parallel_trial_holds_its_gpu_on_every_worker() -> None:
+    found = study_telemetry([trial(0, [cpu_step()])], 0.5, workers=4)
+    assert found.gpu_per_trial == 2.0 and found.gpu_hours == pytest.approx(found.trial_hours * 2)

@@ -1,9 +1,13 @@
 """searchsvc attached to a real multi-node Ray cluster on loopback with `--address`: trials run
 on the worker nodes (recorded per trial), fractional GPUs pack as declared, token
-authentication stays on, and a worker node lost mid-study costs no trial."""
+authentication stays on, a worker node lost mid-study costs no trial, and a data-parallel
+trial's workers span both nodes, its straggler rank is named and ASHA stops it with every
+worker."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import subprocess
 import sys
 import textwrap
@@ -12,9 +16,11 @@ from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pytest
 
-from searchsvc.core import EVENT_RETRIED, TRIAL_COMPLETED
+from searchsvc.core import EVENT_RETRIED, EVENT_STOPPED_EARLY, TRIAL_COMPLETED, TRIAL_PRUNED
+from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
 from tests.driver.loopback import LoopbackCluster
 
@@ -49,6 +55,34 @@ def train(config):
                      "gpus": ",".join(str(g) for g in ray.get_gpu_ids()),
                      "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
                      "start": start, "now": time.time()})
+'''
+
+
+# A data-parallel objective as Ray Train's docs write one (ray.train.report, get_context),
+# with a planted straggler: rank 1 works 0.4 s longer each step after the ranks' all-reduce
+# (a slow evaluation on its node), so rank 0 waits for it at the report. Trial 1 is the
+# worse configuration at every step.
+DDP_PROBE = '''
+import os
+import time
+
+import ray
+import ray.train
+import torch
+import torch.distributed as dist
+
+from searchsvc import sdk
+
+
+def train(config):
+    rank = ray.train.get_context().get_world_rank()
+    worse = 1 + 10 * sdk.trial_context().number
+    for step in range(1, 5):
+        total = torch.ones(1)
+        dist.all_reduce(total)
+        time.sleep(0.05 + (0.4 if rank == 1 else 0.0))
+        ray.train.report({"loss": worse / step, "world": total.item(),
+                          "node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()})
 '''
 
 
@@ -209,3 +243,65 @@ def test_a_worker_node_lost_mid_study_costs_no_trial(small_cluster: LoopbackClus
     assert len(survivors) == 1  # they finished on the node that was left
     for t in trials:  # the store names the node each trial finished on, retried ones included
         assert t.node.endswith(f"node {t.measurements[-1].metrics['node']}"), t
+
+
+def _train_workers(cluster: LoopbackCluster) -> list[str]:
+    """The Ray Train worker processes still alive on the cluster's nodes."""
+    alive = []
+    for node in cluster.nodes:
+        try:
+            children = psutil.Process(node.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+        for process in children:
+            with contextlib.suppress(psutil.Error):
+                if "RayTrainWorker" in " ".join(process.cmdline()):
+                    alive.append(f"{process.pid}: {' '.join(process.cmdline())[:80]}")
+    return alive
+
+
+def test_a_data_parallel_trial_spans_both_nodes_names_its_straggler_and_stops_whole(
+        cluster: LoopbackCluster, tmp_path: Path) -> None:
+    (tmp_path / "ddp_probe.py").write_text(textwrap.dedent(DDP_PROBE))
+    path = tmp_path / "ddp.yaml"
+    # A worker of 2 CPUs fills a node: the trial's two workers must run on both.
+    path.write_text(textwrap.dedent("""\
+        study: ddp_nodes
+        objective: ddp_probe:train
+        metric: loss
+        mode: min
+        searcher: asha
+        searcher_options: {grace_period: 1, reduction_factor: 2}
+        budget: {trials: 2, max_steps: 4}
+        resources: {cpu: 2, workers: 2}
+        seed: 0
+        parameters:
+          x: {role: nuisance, low: 0.1, high: 1.0}
+        """))
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    done = searchsvc(cluster, "run", str(path), "--address", cluster.address, "--storage", db)
+    assert done.returncode == 0, done.stdout + done.stderr
+    store = SqlStore(db)
+    first, second = store.get_trials("ddp_nodes", measurements=True)
+    # Trial 1 is worse than trial 0 at ASHA's first rung: stopped there, all its workers too.
+    assert first.state == TRIAL_COMPLETED and [m.step for m in first.measurements] == [
+        1, 2, 3, 4]
+    assert second.state == TRIAL_PRUNED and [m.step for m in second.measurements] == [1]
+    [stop] = store.get_events("ddp_nodes", kind=EVENT_STOPPED_EARLY)
+    assert stop.number == 1
+    deadline = time.monotonic() + 60  # an aborted run's workers take a moment to exit
+    while (left := _train_workers(cluster)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not left, left
+    # Where each worker ran, recorded per worker: one on each worker node (the head has no CPU).
+    for m in first.measurements:
+        ranks = m.telemetry["ranks"]
+        assert [r["rank"] for r in ranks] == [0, 1] and m.metrics["world"] == 2.0
+        assert len({r["node"] for r in ranks}) == 2
+        assert ranks[0]["node"] == m.metrics["node"]
+    # The planted straggler: rank 1 works longest; rank 0 waits for it at the report.
+    files = write_report(store, "ddp_nodes", tmp_path / "report")
+    report = json.loads(files.files["json"].read_text())
+    [straggler] = [d for d in report["telemetry"]["diagnoses"] if d["kind"] == "straggler"]
+    assert straggler["ranks"]["0"] == 1 and 0 in straggler["trials"]
+    assert "trial 0 rank 1" in straggler["detail"]

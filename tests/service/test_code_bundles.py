@@ -104,3 +104,14 @@ def test_a_users_own_code_runs_on_the_worker_node_of_a_cluster(
             assert last["on_head"] == 0 and trial.node.endswith(f"node {last['node']}")
             # Imported from the copy Ray unpacked on the worker, not from the user's folder.
             assert not str(last["module_file"]).startswith(str(folder))
+        # Submissions are checked against the cluster's nodes: 3 workers of 1 CPU each cannot
+        # fit on its 2 CPUs, so the study is refused at once, not queued to wait forever.
+        assert s.call("GET", "/health")["cluster"] == "2 node(s): 2 CPUs, 0 GPUs in all"
+        (folder / "study.yaml").write_text(
+            STUDY.replace("ada-own-code", "too-big") + "resources: {cpu: 1, workers: 3}\n")
+        refused = s.cli("submit", str(folder / "study.yaml"), "--no-preflight", token=token,
+                        cwd=tmp_path)
+        assert refused.returncode == 2, refused
+        assert "3 workers x 1 CPU is 3 CPUs per trial, but this Ray cluster has 2 in all" in (
+            refused.stdout + refused.stderr)
+        assert [st.name for st in s.store.list_studies()] == ["ada-own-code"]

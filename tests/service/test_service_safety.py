@@ -59,6 +59,29 @@ def test_a_huge_grid_is_refused_at_once_naming_the_limit_and_validate_returns(
     assert checked.returncode == 2 and "max_grid_points" in checked.stdout + checked.stderr
 
 
+def test_a_study_its_ray_could_never_hold_is_refused_naming_the_request_and_capacity(
+        tmp_path: Path) -> None:
+    spec = (ROOT / "spaces" / "quickstart.yaml").read_text()
+    assert "resources: {cpu: 1}" in spec
+
+    def asking(resources: str) -> str:
+        return spec.replace("resources: {cpu: 1}", f"resources: {resources}")
+
+    # Each study's embedded Ray has 2 CPUs; none is run here.
+    with running_service(tmp_path, args=("--num-cpus", "2", "--max-running", "0")) as s:
+        assert s.call("GET", "/health")["cluster"] == "1 node(s): 2 CPUs, 0 GPUs in all"
+        status, body = refusal(s, "POST", "/studies", asking("{cpu: 64}"))
+        assert status == 422, body
+        [error] = body["errors"]
+        assert error.startswith("<request>:") and "resources.cpu" in error
+        assert "64 CPUs per trial" in error and "largest: 2" in error, error
+        status, body = refusal(s, "POST", "/studies", asking("{cpu: 1, workers: 3}"))
+        assert status == 422 and "3 workers x 1 CPU is 3 CPUs per trial" in body["errors"][0]
+        assert "has 2 in all" in body["errors"][0], body
+        assert s.store.list_studies() == []  # nothing queued
+        s.call("POST", "/studies", asking("{cpu: 1, workers: 2}"))  # fits
+
+
 def test_health_answers_quickly_while_slow_requests_are_in_flight(tmp_path: Path) -> None:
     # A generous request timeout: each slow request must be read to its end however loaded the
     # machine is (what a request past the timeout gets, 503, is not what this test is about).

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from searchsvc import sdk
-from searchsvc.worker.context import TrialContext, set_current
+from searchsvc.worker.context import TELEMETRY_KEY, TrialContext, set_current
 from searchsvc.worker.telemetry import Telemetry
 
 GPU_FIELDS = ("gpu_util_mean", "gpu_mem_peak_mb", "gpu_mem_total_mb", "gpu_name")
@@ -86,3 +86,25 @@ def test_the_time_to_the_first_batch_is_reported_once(telemetry: Telemetry) -> N
     for _ in sdk.data_loader(range(2)):
         pass
     assert "time_to_first_batch_s" in telemetry.step()
+
+
+def test_the_time_blocked_in_a_report_is_the_next_steps_report_wait(
+        telemetry: Telemetry) -> None:
+    from searchsvc.worker.trainable import _with_telemetry
+
+    sent: list[dict] = []
+
+    def barrier(metrics: dict) -> None:  # a report that waits for slower ranks
+        sent.append(metrics)
+        time.sleep(0.1)
+
+    report = _with_telemetry(barrier)
+    report({"loss": 1.0})
+    assert "report_wait_s" not in sent[0][TELEMETRY_KEY]  # nothing waited before it
+    time.sleep(0.02)  # this step's own work
+    report({"loss": 0.5})
+    step = sent[1][TELEMETRY_KEY]
+    assert step["report_wait_s"] >= 0.1  # the first report's wait, inside this step's time
+    assert step["step_time_s"] >= step["report_wait_s"] + 0.02
+    assert telemetry.step()["report_wait_s"] >= 0.1  # the second report's
+    assert "report_wait_s" not in telemetry.step()  # no report since: nothing waited
