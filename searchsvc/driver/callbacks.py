@@ -5,6 +5,7 @@ parts in :mod:`searchsvc.driver.trial_results`."""
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from searchsvc.core import (
     is_finite_number,
 )
 from searchsvc.core.judging import Outcome, trial_outcome
+from searchsvc.driver import waiting
 from searchsvc.driver.detach import PicklesDetached
 from searchsvc.driver.progress import Progress
 from searchsvc.driver.raycompat import actor_key, actor_node_id
@@ -30,6 +32,7 @@ from searchsvc.driver.trial_results import (
     step_telemetry,
     user_metrics,
 )
+from searchsvc.driver.waiting import Waits, resource_request, wait_message
 from searchsvc.searchers import Searcher
 from searchsvc.store import Store
 from searchsvc.tracking import Tracker, Trackers
@@ -54,6 +57,10 @@ class StoreCallback(PicklesDetached, tune.Callback):
         self.constraints = tuple(searcher.spec.constraints)
         self.trial_timeout_s = trial_timeout_s
         self.running: dict[str, RunningTrial] = {}
+        resources = searcher.spec.resources
+        self.data_parallel = resources.data_parallel
+        self.request = resource_request(resources)
+        self.waits, self._waits_checked = Waits(waiting.WAIT_WARN_S), 0.0
         self.node_ids: dict[str, str | None] = {}  # actor id -> Ray node id
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
@@ -91,6 +98,27 @@ class StoreCallback(PicklesDetached, tune.Callback):
             self.write_results()
         if self.trial_timeout_s is not None:
             self._stop_overdue_trials(self.trial_timeout_s)
+        self._tell_waits(trials)
+
+    def _tell_waits(self, trials: list) -> None:
+        """Say which trials have waited long for resources (see :mod:`.waiting`)."""
+        now = time.monotonic()
+        if now - self._waits_checked < 1.0:  # Tune's loop steps far more often
+            return
+        self._waits_checked = now
+        pending = {int(t.config[META_KEY]["number"]) for t in trials
+                   if t.status == "PENDING" and META_KEY in t.config}
+        unplaced = {s.number for s in self.running.values()
+                    if self.data_parallel and s.waiting()}
+        due = self.waits.overdue(pending | unplaced, now)
+        if not due:
+            return
+        import ray
+
+        free = ray.available_resources()
+        for number, seconds in sorted(due.items()):
+            self.progress.warn(wait_message(number, seconds, pending=number in pending,
+                                            request=self.request, free=free))
 
     def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         """The trial failed and Ray Tune retries it (from its last checkpoint, if any)."""

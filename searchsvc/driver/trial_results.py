@@ -111,12 +111,18 @@ class RunningTrial:
     failures: int = 0  # tries that failed and were retried
     retried: bool = False  # its next results may redo steps from an earlier checkpoint
     timed_out: bool = False
+    reported: bool = False  # this try has reported a step
+
+    def waiting(self) -> bool:
+        """Whether this try has reported nothing yet (for a data-parallel trial: its workers
+        may not be placed)."""
+        return not self.reported
 
     def take(self, step: int, metrics: Mapping[str, Any], telemetry: dict[str, Any],
              metric: str, objectives: Iterable[str]) -> float | None:
         """Keep one reported step; its value of ``metric`` (None: not a number)."""
         self.metric_names.update(metrics)
-        self.last_step, self.retried = step, False
+        self.last_step, self.retried, self.reported = step, False, True
         update_final(self.final, metrics)
         for name in objectives:
             reported = metrics.get(name)
@@ -142,7 +148,7 @@ class RunningTrial:
         """The trial failed and runs again: a new try, possibly on another node."""
         self.failures += 1
         self.retried, self.timed_out, self.started = True, False, time.monotonic()
-        self.node_recorded = False
+        self.node_recorded, self.reported = False, False
 
     def overdue(self, timeout_s: float, now: float | None = None) -> bool:
         """Whether this try has run longer than ``timeout_s`` (and was not stopped yet)."""
