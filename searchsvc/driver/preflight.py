@@ -93,9 +93,6 @@ def _not_run_because(spec: StudySpec, backend: Any) -> str | None:
     if backend.runs_own_search:  # one search job with its own tuner: no trial to try
         return (f"backend '{spec.backend}' runs its own search as one job; preflight has no "
                 "single trial to run")
-    if spec.resources.data_parallel:
-        return (f"each trial trains on {spec.resources.worker_count} Ray Train worker(s); "
-                "preflight runs one process, so the first trial is the objective's first run")
     return None
 
 
@@ -105,9 +102,6 @@ def run_preflight(spec: StudySpec, *, code: str | None = None,
     """Run preflight in the Ray session this process has (the caller opens it, e.g. with the
     run's own session so Ray starts once). Raises nothing for a failed check: the result's
     ``issues`` say what failed (:func:`raise_if_failed`)."""
-    import ray
-
-    from searchsvc.worker.preflight import probe
     from searchsvc.worker.trainable import TrialSettings
 
     started = time.monotonic()
@@ -125,25 +119,8 @@ def run_preflight(spec: StudySpec, *, code: str | None = None,
         mode=spec.mode, max_steps=spec.budget.max_steps, keep_checkpoints=False,
         backend=backend, backend_options=tuple(sorted(spec.backend_options.items())))
     meta = {"number": 0, "seed": trial_seed(spec.seed, 0), "preflight": True}
-    task = ray.remote(max_calls=1, max_retries=0)(probe).options(
-        num_cpus=spec.resources.cpu, num_gpus=spec.resources.gpu)
-    ref = task.remote({**config, META_KEY: meta}, settings, steps, time.time())
-    try:
-        raw = ray.get(ref, timeout=timeout_s)
-    except ray.exceptions.GetTimeoutError:
-        ray.cancel(ref, force=True)
-        raise PreflightError([spec.source.issue(
-            ("objective",), f"preflight's {steps} step(s) did not finish in {timeout_s:.0f} s")]
-        ) from None
-    hook = raw["hook"]
-    found = Probe(
-        reports=tuple(raw["reports"]), times_s=tuple(raw["times_s"]), crash=raw["crash"],
-        crashed_at_import=raw["crashed_at_import"], returned=raw["returned"],
-        hook=None if hook is None else HookResult(tuple(hook["overfit_losses"]),
-                                                  hook["num_classes"], hook["error"]),
-        hook_s=raw["hook_s"], start_s=raw["start_s"], import_s=raw["import_s"],
-        warm_first_s=raw["warm_first_s"], loader=raw.get("loader"),
-        batches=tuple(tuple(b) for b in raw.get("batches") or ()))
+    probe = _probe_workers if spec.resources.data_parallel else _probe_process
+    found = probe(spec, {**config, META_KEY: meta}, settings, steps, timeout_s)
     checks, issues = check_probe(spec, found)
     timing = timing_of(found)
     estimate = None
@@ -151,6 +128,53 @@ def run_preflight(spec: StudySpec, *, code: str | None = None,
         estimate = _estimate(spec, searcher, backend.runs_own_search, timing, found)
     return PreflightResult(config, steps, tuple(checks), tuple(issues), timing, estimate,
                            time.monotonic() - started, found)
+
+
+def _probe_process(spec: StudySpec, config: dict[str, Any], settings: Any, steps: int,
+                   timeout_s: float) -> Probe:
+    """The objective in one Ray task holding one trial's resources."""
+    import ray
+
+    from searchsvc.worker.preflight import probe
+
+    task = ray.remote(max_calls=1, max_retries=0)(probe).options(
+        num_cpus=spec.resources.cpu, num_gpus=spec.resources.gpu)
+    ref = task.remote(config, settings, steps, time.time())
+    try:
+        raw = ray.get(ref, timeout=timeout_s)
+    except ray.exceptions.GetTimeoutError:
+        ray.cancel(ref, force=True)
+        raise _timed_out(spec, steps, timeout_s) from None
+    hook = raw["hook"]
+    return Probe(
+        reports=tuple(raw["reports"]), times_s=tuple(raw["times_s"]), crash=raw["crash"],
+        crashed_at_import=raw["crashed_at_import"], returned=raw["returned"],
+        hook=None if hook is None else HookResult(tuple(hook["overfit_losses"]),
+                                                  hook["num_classes"], hook["error"]),
+        hook_s=raw["hook_s"], start_s=raw["start_s"], import_s=raw["import_s"],
+        warm_first_s=raw["warm_first_s"], loader=raw.get("loader"),
+        batches=tuple(tuple(b) for b in raw.get("batches") or ()))
+
+
+def _probe_workers(spec: StudySpec, config: dict[str, Any], settings: Any, steps: int,
+                   timeout_s: float) -> Probe:
+    """The objective on a data-parallel trial's Ray Train workers. Its first report's time
+    holds placing and starting the workers, which every such trial pays: preflight counts it
+    as the trial's setup."""
+    from searchsvc.worker.data_parallel import Workers, probe_data_parallel
+
+    resources = spec.resources
+    workers = Workers(resources.worker_count, resources.cpu, resources.gpu, "")
+    raw = probe_data_parallel(config, settings, workers, steps, timeout_s)
+    if raw["timed_out"]:
+        raise _timed_out(spec, steps, timeout_s)
+    return Probe(reports=tuple(raw["reports"]), times_s=tuple(raw["times_s"]),
+                 crash=raw["crash"], returned=raw["returned"])
+
+
+def _timed_out(spec: StudySpec, steps: int, timeout_s: float) -> PreflightError:
+    return PreflightError([spec.source.issue(
+        ("objective",), f"preflight's {steps} step(s) did not finish in {timeout_s:.0f} s")])
 
 
 def _estimate(spec: StudySpec, searcher: Searcher, own_search: bool, timing: Timing,
@@ -172,18 +196,40 @@ def _estimate(spec: StudySpec, searcher: Searcher, own_search: bool, timing: Tim
     from searchsvc.driver import callbacks, schedulers, tune_search  # noqa: F401
     driver_start_s = time.perf_counter() - started if fresh else 0.0
     cluster = ray.cluster_resources()
-    concurrency, why = concurrency_of(
-        spec.budget.max_concurrent, spec.resources.cpu, spec.resources.gpu,
-        cluster.get("CPU"), cluster.get("GPU"), searcher.total_trials + repeats)
+    # A data-parallel trial holds its resources on each of its workers.
+    workers = spec.resources.worker_count
+    cpu, gpu = spec.resources.cpu * workers, spec.resources.gpu * workers
+    concurrency, why = _concurrency(spec, cluster, searcher.total_trials + repeats)
+    if spec.resources.data_parallel:
+        notes.append(f"each trial runs on {workers} workers: {cpu:g} CPUs and {gpu:g} GPUs "
+                     "a trial")
     notes.append("time per step measured at the centre of the space; larger models or "
                  "batches in the space cost more")
     return estimate_cost(
         trials=searcher.total_trials, repeats=repeats, steps=steps,
         fraction=budget_fraction(searcher.schedule()), timing=timing,
-        concurrency=concurrency, cpu=spec.resources.cpu, gpu=spec.resources.gpu,
+        concurrency=concurrency, cpu=cpu, gpu=gpu,
         concurrency_from=why, cluster_cpus=cluster.get("CPU"), driver_start_s=driver_start_s,
         checkpoints=spec.checkpoints.keep_best is not None
         or isinstance(searcher.schedule(), PopulationSchedule), notes=notes)
+
+
+def _concurrency(spec: StudySpec, cluster: dict[str, float], trials: int) -> tuple[int, str]:
+    """How many trials run at once, and why: a trial's CPUs and GPUs (every worker's) against
+    the cluster's, and a data-parallel trial's whole workers against what its nodes hold."""
+    import ray
+
+    workers = spec.resources.worker_count
+    count, why = concurrency_of(spec.budget.max_concurrent, spec.resources.cpu * workers,
+                                spec.resources.gpu * workers, cluster.get("CPU"),
+                                cluster.get("GPU"), trials)
+    if spec.resources.data_parallel:
+        from searchsvc.driver.capacity import concurrent_trials
+
+        held = concurrent_trials(spec, ray.nodes()) or count
+        if held < count:
+            return held, f"{workers} whole workers a trial, as the nodes hold them"
+    return count, why
 
 
 def raise_if_failed(result: PreflightResult) -> PreflightResult:

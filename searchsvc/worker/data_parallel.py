@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import _thread
 import functools
+import shutil
+import tempfile
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +121,55 @@ def run_data_parallel_trial(config: dict[str, Any], settings: TrialSettings,
         ray.kill(steps.actor)  # type: ignore[arg-type]  # tells a run still going to abort
         if ray.wait([done], timeout=ABORT_WAIT_S)[0]:
             ray.kill(run)  # else it ends itself once aborted
+
+
+def probe_data_parallel(config: dict[str, Any], settings: TrialSettings, workers: Workers,
+                        steps: int, timeout_s: float) -> dict[str, Any]:
+    """Preflight of a data-parallel study, from the driver: the objective on its ``workers``
+    (a training run as a trial's, in a scratch folder) until rank 0's ``steps``-th report,
+    then aborted as a stopped trial's run is. Plain data as :func:`worker.preflight.probe`
+    returns: rank 0's reports, each one's seconds since the start (the first includes placing
+    and starting the workers: a data-parallel trial pays it every time), the crash if any."""
+    import ray
+    from ray.util.queue import Empty, Queue
+
+    from searchsvc.worker.preflight import describe_exception, plain_metrics
+
+    queue = Queue(maxsize=1, actor_options={"num_cpus": 0})
+    scratch = tempfile.mkdtemp(prefix="searchsvc-preflight-")
+    run: Any = ray.remote(num_cpus=0)(TrainRun).options(
+        lifetime="detached", name=f"{run_prefix(settings.study)}preflight-{uuid.uuid4().hex}",
+        namespace=NAMESPACE, scheduling_strategy="DEFAULT").remote()
+    t0 = time.perf_counter()
+    done = run.train.remote(config, settings, workers, queue, scratch)
+    reports: list[dict[str, Any]] = []
+    times: list[float] = []
+    crash, returned = None, False
+    try:
+        while len(reports) < steps and time.perf_counter() - t0 < timeout_s:
+            ended = bool(ray.wait([done], timeout=0)[0])
+            try:
+                step: Step = queue.get(timeout=POLL_S)
+            except Empty:
+                if ended:
+                    returned = True
+                    break
+                continue
+            times.append(time.perf_counter() - t0)
+            reports.append(plain_metrics(step.metrics))
+        if returned:
+            try:
+                ray.get(done)
+            except Exception as exc:
+                cause = getattr(exc, "cause", None) or exc
+                crash, returned = describe_exception(cause, settings.search_paths), False
+    finally:
+        ray.kill(queue.actor)  # type: ignore[arg-type]  # the run aborts its workers
+        if ray.wait([done], timeout=ABORT_WAIT_S)[0]:
+            ray.kill(run)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return {"reports": reports, "times_s": times, "crash": crash, "returned": returned,
+            "timed_out": not returned and crash is None and len(reports) < steps}
 
 
 def run_prefix(study: str) -> str:

@@ -18,7 +18,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from searchsvc.worker.context import TrialContext, current, seed_trial, set_current, split_config
+from searchsvc.worker.context import (
+    TELEMETRY_KEY,
+    TrialContext,
+    current,
+    seed_trial,
+    set_current,
+    split_config,
+)
 from searchsvc.worker.objective import resolve_objective
 
 OVERFIT_STEPS = 30  # calls of the objective's overfit_step under preflight
@@ -145,7 +152,7 @@ def probe(config: dict[str, Any], settings: Any, steps: int, submitted_at: float
 
     def reporter(metrics: Mapping[str, Any]) -> None:
         times.append(time.perf_counter() - t0)
-        reports.append({k: _plain(v) for k, v in dict(metrics).items()})
+        reports.append(plain_metrics(metrics))
         if len(reports) >= steps:
             raise _Enough
 
@@ -247,6 +254,11 @@ def describe_exception(exc: BaseException, paths: Sequence[str]) -> str:
                 break
         where = f" (at {shown}:{chosen.lineno})"
     return f"{type(exc).__name__}: {exc}{where}"
+
+
+def plain_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """A report as plain data (numbers as floats), the worker's telemetry left out."""
+    return {k: _plain(v) for k, v in dict(metrics).items() if k != TELEMETRY_KEY}
 
 
 def _plain(value: Any) -> Any:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from searchsvc import usecases
 from searchsvc.core import TRIAL_COMPLETED
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
@@ -146,3 +147,33 @@ def test_an_sdk_objective_gets_its_trial_on_every_rank_and_survives_a_dead_worke
     assert [m.metrics["reduced"] for m in trial.measurements] == [2.0, 4.0, 6.0, 8.0]
     assert [e.kind for e in store.get_events(name)] == ["retried"]
     assert_nothing_left(ray_local)
+
+
+def test_preflight_runs_the_objective_on_its_workers_and_costs_every_worker(
+        ray_local, tmp_path: Path) -> None:
+    shutil.copy(ROOT / "examples" / "ray_train_ddp.py", tmp_path / "ray_train_ddp.py")
+    text = textwrap.dedent("""\
+        study: ddp-preflight
+        objective: ray_train_ddp:train_func
+        metric: val_error
+        mode: min
+        searcher: random
+        budget: {trials: 4, max_steps: 3}
+        resources: {cpu: 1, workers: 2}
+        parameters:
+          lr: {role: nuisance, type: float, low: 0.05, high: 0.2, scale: log}
+          hidden: {role: fixed, value: 16}
+          epochs: {role: fixed, value: 3}
+        """)
+    found = usecases.preflight(validate_text(text, file=str(tmp_path / "ddp.yaml")))
+    assert found.ok, found.issues
+    assert found.steps == len(found.probe.reports) and found.steps >= 2
+    assert all(r["train_samples"] == (TRAIN_EXAMPLES + 1) // 2 for r in found.probe.reports)
+    assert {c.name: c.ok for c in found.checks}["metric"] is True
+    assert found.timing is not None and found.timing.step_s > 0
+    # Each trial holds 2 workers x 1 CPU, and the 2 CPUs of this Ray hold one such trial.
+    assert found.estimate is not None
+    assert found.estimate.cpu == 2 and found.estimate.concurrency == 1
+    assert found.timing.trial_overhead_s > found.timing.step_s  # starting the workers
+    assert "each trial runs on 2 workers: 2 CPUs and 0 GPUs a trial" in found.estimate.notes
+    assert_nothing_left(ray_local)  # preflight's run was aborted, its workers given back
