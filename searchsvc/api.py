@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from searchsvc.analysis import StudyAnalysis
+    from searchsvc.analysis.compare import Comparison
     from searchsvc.client import ServiceClient
 
 StudySource = str | Path | Mapping[str, Any] | StudySpec
@@ -118,6 +119,29 @@ class Study:
 
         return usecases.report(self.name, self.reader, out_dir, spec=self.spec).main
 
+    def figures(self) -> dict[str, list[Any]]:
+        """The report's interactive figures (Plotly), by section: ``isolation`` (each
+        scientific parameter's effect with the nuisance ones tuned, seed noise shaded),
+        ``axes`` (each searched parameter's values against the metric: the boundary checks),
+        ``curves``, ``importance``, ``scheduler`` and, with several objectives, ``pareto``;
+        a notebook shows each one inline."""
+        from searchsvc.report.figures import report_figures
+        from searchsvc.report.plotdata import report_plots
+        from searchsvc.reporting import analyze_stored
+
+        trials, analysis = analyze_stored(self.reader, self.record, self.spec)
+        drawn = report_figures(report_plots(self.spec, trials, analysis))
+        return {section: [figure for _, figure in figures]
+                for section, figures in drawn.items()}
+
+    def compare(self, baseline: Study | str) -> Comparison:
+        """Whether this study's best beats ``baseline``'s (a study in the same store, or its
+        name) beyond both studies' seed noise, as ``searchsvc compare`` says."""
+        from searchsvc import usecases
+
+        name = baseline.name if isinstance(baseline, Study) else baseline
+        return usecases.compare(name, self.name, self.reader)
+
     def next_study(self) -> str:
         """The suggested next study file (YAML), as next_study.yaml."""
         return self.report().next_study.text
@@ -140,7 +164,8 @@ class Study:
                 f"best {record.metric}={record.best_value}>")
 
 
-def run(study: StudySource, *, storage: str | None = None, address: str | None = None,
+def run(study: StudySource, *, objective: Callable[..., Any] | None = None,
+        storage: str | None = None, address: str | None = None,
         results: str | Path | None = None, overwrite: bool = False,
         num_cpus: int | None = None, verbose: bool = False, server: str | None = None,
         token: str | None = None, code: str | Path | Literal[False] | None = None,
@@ -148,6 +173,12 @@ def run(study: StudySource, *, storage: str | None = None, address: str | None =
     """Validate and run a study (a study file's path, its content as a dict, or a spec) on Ray,
     store it and write its report, as ``searchsvc run`` does; the finished :class:`Study`.
     :class:`~searchsvc.errors.SpecError` lists every problem of a bad study file.
+
+    ``objective``: the objective as a function (one defined in a notebook or script: Ray ships
+    it to the workers by value), instead of the study's ``objective: module:function``. A dict
+    may then leave ``objective`` out; a file or spec must name the function as
+    ``module:qualname`` (``__main__:train`` in a notebook). A study run so is resumed or rerun
+    from Python with the same function.
 
     With ``server`` (a searchsvc server's URL; ``token`` defaults to ``$SEARCHSVC_TOKEN``) the
     study is submitted there instead, as ``searchsvc submit`` does: ``code`` is a folder of
@@ -161,6 +192,8 @@ def run(study: StudySource, *, storage: str | None = None, address: str | None =
     from searchsvc import usecases
     from searchsvc.driver import RunOptions
 
+    if objective is not None:
+        study = _giving(study, objective)
     spec = _spec(study)
     if server is not None:
         local = {"storage": storage, "address": address, "results": results,
@@ -222,6 +255,27 @@ def _submit(spec: StudySpec, client: ServiceClient, code: str | Path | Literal[F
     study = Study(spec.name, RemoteStudies(client))
     if wait:
         study.wait()
+    return study
+
+
+def _giving(study: StudySource, function: Callable[..., Any]) -> StudySource:
+    """``study`` naming ``function`` as its objective, which this process (and every worker it
+    ships the function to) resolves to it."""
+    from searchsvc.worker.objective import give_objective, objective_ref
+
+    ref = objective_ref(function)
+    if isinstance(study, Mapping):
+        named = study.get("objective", ref)
+        if named != ref:
+            raise SearchsvcError(f"objective: the study names {named!r} but objective= is "
+                                 f"{ref!r}: leave the study's objective out, or name it {ref!r}")
+        study = {**dict(study), "objective": ref}
+    else:
+        named = (study if isinstance(study, StudySpec) else _spec(study)).objective
+        if named != ref:
+            raise SearchsvcError(f"objective: the study file names {named!r} but objective= is "
+                                 f"{ref!r}: name it {ref!r} in the study file")
+    give_objective(ref, function)
     return study
 
 

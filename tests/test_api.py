@@ -81,3 +81,15 @@ def test_a_server_is_not_given_with_the_options_of_a_local_study() -> None:
         searchsvc.run(STUDY, server="http://127.0.0.1:9", storage="memory:", num_cpus=2)
     with pytest.raises(SearchsvcError, match="give storage or server, not both"):
         searchsvc.load("notebook", storage="memory:", server="http://127.0.0.1:9")
+
+
+def test_a_function_given_as_the_objective_must_be_the_one_the_study_names(
+        tmp_path: Path) -> None:
+    def train(config: dict) -> float:
+        return 0.0
+
+    ref = f"{__name__}:{train.__qualname__}".replace("<", "").replace(">", "")
+    with pytest.raises(SearchsvcError, match=r"names 'objectives.synthetic:playbook' but "
+                       rf"objective= is '{ref}': leave the study's objective out"):
+        searchsvc.run(STUDY, objective=train, storage=f"sqlite:///{tmp_path / 'db'}")
+    assert not (tmp_path / "db").exists()  # refused before anything was stored

@@ -37,7 +37,7 @@ from searchsvc.searchers.repeats import planned_repeats, repeat_settings
 from searchsvc.searchers.space import trial_seed
 from searchsvc.spec import StudySpec
 from searchsvc.worker.context import META_KEY
-from searchsvc.worker.objective import search_paths_for
+from searchsvc.worker.objective import given_objective, search_paths_for
 
 PREFLIGHT_TIMEOUT_S = 600.0
 
@@ -117,7 +117,8 @@ def run_preflight(spec: StudySpec, *, code: str | None = None,
         study=spec.name, objective=spec.objective,
         search_paths=tuple(search_paths_for(spec.source.file, code)), metric=spec.metric,
         mode=spec.mode, max_steps=spec.budget.max_steps, keep_checkpoints=False,
-        backend=backend, backend_options=tuple(sorted(spec.backend_options.items())))
+        backend=backend, backend_options=tuple(sorted(spec.backend_options.items())),
+        function=given_objective(spec.objective))
     meta = {"number": 0, "seed": trial_seed(spec.seed, 0), "preflight": True}
     probe = _probe_workers if spec.resources.data_parallel else _probe_process
     found = probe(spec, {**config, META_KEY: meta}, settings, steps, timeout_s)

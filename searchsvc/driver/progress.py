@@ -1,6 +1,8 @@
 """Live progress of a running study: trials done/total, running, failed, best so far.
 
-On a terminal it is one live line (rich); in logs and CI it prints a line per finished trial.
+On a terminal it is one live line (rich); in a Jupyter notebook a progress bar (tqdm's, a
+widget where ipywidgets is installed) with the same counts; in logs and CI it prints a line per
+finished trial.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TextIO
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.live import Live
@@ -37,10 +39,12 @@ class Progress:
         self._judge()
         self.running: set[int] = set()
         self.started_at = time.monotonic()
-        stream = stream or sys.stderr
-        self.console = Console(file=stream, highlight=False, soft_wrap=True)
+        self.console = Console(file=stream or sys.stderr, highlight=False, soft_wrap=True)
         self.live_mode = self.console.is_terminal if live is None else live
         self._live: Live | None = None
+        self._bar: Any = None  # tqdm's bar, in a notebook
+        # In a notebook's kernel, unless told where and how to show progress.
+        self.notebook = live is None and stream is None and self.console.is_jupyter
         self._started = False
         self.store_down: float | None = None  # seconds the store has been unreachable
 
@@ -75,7 +79,9 @@ class Progress:
         repeats after the search); a later call only prints its note."""
         if not self._started:
             self._started = True
-            if self.live_mode:
+            if self.notebook:
+                self._bar = notebook_bar(self.study, self.total, self.done)
+            elif self.live_mode:
                 self._live = Live(self._line(), console=self.console, refresh_per_second=4,
                                   transient=False)
                 self._live.start()
@@ -86,6 +92,11 @@ class Progress:
             self.console.print(note)
 
     def stop(self) -> None:
+        if self._bar is not None:
+            self._refresh()
+            self._bar.close()
+            self._bar = None
+            return
         if self._live is not None:
             self._live.update(self._line())
             self._live.stop()
@@ -137,12 +148,15 @@ class Progress:
             self.ended[number] = Candidate(number, state, value, repeat_of,
                                            dict(final_metrics or {}))
             self._judge()
-        if self._live is None and finished:
+        if self._live is None and self._bar is None and finished:
             tag = "" if state == TRIAL_COMPLETED else f" ({state})"
             self.console.print(f"  trial {number} finished{tag} · {self._counts()}")
         self._refresh()
 
     def _refresh(self) -> None:
+        if self._bar is not None:
+            self._bar.n = self.done
+            self._bar.set_postfix_str(self._counts().split(" · ", 1)[1], refresh=True)
         if self._live is not None:
             self._live.update(self._line())
 
@@ -157,3 +171,11 @@ class Progress:
         down = ("" if self.store_down is None
                 else f" · store unreachable, retrying ({self.store_down:.0f} s)")
         return Text(f"{self.study}: {self._counts()} · {elapsed:.0f}s{down}")
+
+
+def notebook_bar(study: str, total: int, done: int) -> Any:
+    """A progress bar for a notebook's output: tqdm's widget with ipywidgets, else its text
+    bar (tqdm.auto chooses)."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=done, desc=study, unit="trial", dynamic_ncols=True)

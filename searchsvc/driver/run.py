@@ -42,6 +42,7 @@ from searchsvc.store import Store, searchsvc_home
 from searchsvc.tracking import Tracker, Trackers, open_trackers
 from searchsvc.worker.context import META_KEY
 from searchsvc.worker.objective import (
+    given_objective,
     locate_objective,
     module_root,
     resolve_objective,
@@ -409,6 +410,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         or isinstance(schedule, PopulationSchedule),
         backend=backend_class(spec.backend),
         backend_options=tuple(sorted(spec.backend_options.items())),
+        function=given_objective(spec.objective),
     )
     results_dir = Path(study.results_dir or searchsvc_home() / "results" / spec.name)
     run_name = f"run-{time.strftime('%Y%m%d-%H%M%S')}"

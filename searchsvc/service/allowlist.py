@@ -5,6 +5,7 @@ or in the study's code bundle. Checked before anything is imported."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -75,5 +76,30 @@ def refused_tracking(spec: StudySpec, allowed_uris: Sequence[str]) -> list[SpecI
             ("tracking", "mlflow", "tracking_uri"), f"this server does not send tracking "
             f"there (allowed: {allowed}; its admin sets `serve --allow-tracking-uri`)",
             mlflow.tracking_uri))
+    return issues + _refused_wandb(spec, allowed_uris)
+
+
+WANDB_DEFAULT_HOST = "https://api.wandb.ai"
+
+
+def _refused_wandb(spec: StudySpec, allowed_uris: Sequence[str]) -> list[SpecIssue]:
+    """W&B as MLflow: offline runs inside the study's results folder; online only when the
+    server's W&B host (its ``WANDB_BASE_URL``, else W&B's own) is allowed."""
+    wandb = spec.tracking.wandb
+    if wandb is None:
+        return []
+    issues = []
+    if wandb.dir is not None:
+        path = Path(wandb.dir)
+        if path.is_absolute() or ".." in path.parts:
+            issues.append(spec.source.issue(
+                ("tracking", "wandb", "dir"), "a submitted study writes its W&B runs inside "
+                "its results folder: give a relative folder without '..'", wandb.dir))
+    host = os.environ.get("WANDB_BASE_URL") or WANDB_DEFAULT_HOST
+    if wandb.mode == "online" and not any(host.startswith(p) for p in allowed_uris):
+        allowed = ", ".join(allowed_uris) or "none; offline runs in the results folder"
+        issues.append(spec.source.issue(
+            ("tracking", "wandb", "mode"), f"this server does not send runs to W&B at {host} "
+            f"(allowed: {allowed}; its admin sets `serve --allow-tracking-uri`)", wandb.mode))
     return issues
 

@@ -19,6 +19,7 @@ from searchsvc.spec.model import (
     StudySpec,
     TensorBoardTracking,
     Tracking,
+    WandbTracking,
 )
 from searchsvc.spec.source import SpecSource
 from searchsvc.spec.stored import spec_of
@@ -41,6 +42,7 @@ __all__ = [
     "StudySpec",
     "TensorBoardTracking",
     "Tracking",
+    "WandbTracking",
     "json_schema",
     "load_spec",
     "parse_spec",

@@ -151,6 +151,24 @@ class TensorBoardFile(_FileModel):
         "<results folder>/tensorboard."))
 
 
+class WandbFile(_FileModel):
+    """Log the study to Weights & Biases: a run per trial and one for the study, grouped."""
+
+    project: str | None = Field(None, min_length=1,
+                                description="W&B project. Default: the study name.")
+    entity: str | None = Field(None, min_length=1, description=(
+        "W&B entity (user or team). Default: the logged-in user's."))
+    group: str | None = Field(None, min_length=1, description=(
+        "The runs' group. Default: the study name."))
+    mode: Literal["online", "offline"] = Field("offline", description=(
+        "offline (the default): runs are written to `dir` and need no network; `wandb sync "
+        "DIR/wandb/offline-run-*` uploads them later. online: to the W&B server "
+        "(WANDB_API_KEY, WANDB_BASE_URL)."))
+    dir: str | None = Field(None, min_length=1, description=(
+        "Where W&B writes its runs (its `wandb/` folder inside; a relative folder is taken "
+        "inside the study's results folder). Default: the results folder."))
+
+
 def _switch(model: type[_FileModel]) -> Callable[[Any], _FileModel | None]:
     """A tracker's sub-section: a mapping of its options; `{}`, `true` or an empty value turn
     it on with its defaults, `false` or `off` (or leaving it out) turn it off."""
@@ -178,6 +196,8 @@ MlflowSetting = Annotated[MlflowFile | None, PlainValidator(_switch(MlflowFile))
                           _switch_schema(MlflowFile)]
 TensorBoardSetting = Annotated[TensorBoardFile | None, PlainValidator(_switch(TensorBoardFile)),
                                _switch_schema(TensorBoardFile)]
+WandbSetting = Annotated[WandbFile | None, PlainValidator(_switch(WandbFile)),
+                         _switch_schema(WandbFile)]
 
 
 class TrackingFile(_FileModel):
@@ -187,6 +207,9 @@ class TrackingFile(_FileModel):
         "MLflow tracking: {tracking_uri, experiment}; `{}` for the defaults."))
     tensorboard: TensorBoardSetting = Field(None, description=(
         "TensorBoard event files with HParams: {dir}; `{}` for the defaults."))
+    wandb: WandbSetting = Field(None, description=(
+        "Weights & Biases runs: {project, entity, group, mode, dir}; `{}` for the defaults "
+        "(offline, in the results folder)."))
 
 
 class StudyFile(_FileModel):
@@ -230,7 +253,8 @@ class StudyFile(_FileModel):
         "Feed a stored study's finished trials to the bayesian and multi-fidelity searchers' "
         "models before the first proposal."))
     tracking: TrackingFile = Field(default_factory=TrackingFile, description=(
-        "Experiment tracking: {mlflow: {tracking_uri, experiment}, tensorboard: {dir}}."))
+        "Experiment tracking: {mlflow: {tracking_uri, experiment}, tensorboard: {dir}, "
+        "wandb: {project, entity, group, mode, dir}}."))
 
     @field_validator("study")
     @classmethod

@@ -271,15 +271,28 @@ class TensorBoardTracking:
 
 
 @dataclass(frozen=True)
+class WandbTracking:
+    """Where Weights & Biases runs go; None: the defaults (the study's name as project and
+    group, the logged-in user's entity, the results folder as ``dir``)."""
+
+    project: str | None = None
+    entity: str | None = None
+    group: str | None = None
+    mode: str = "offline"  # or "online"
+    dir: str | None = None
+
+
+@dataclass(frozen=True)
 class Tracking:
     """The experiment trackers a study is written to as it runs (None: not that one)."""
 
     mlflow: MlflowTracking | None = None
     tensorboard: TensorBoardTracking | None = None
+    wandb: WandbTracking | None = None
 
     @property
     def enabled(self) -> bool:
-        return self.mlflow is not None or self.tensorboard is not None
+        return any(t is not None for t in (self.mlflow, self.tensorboard, self.wandb))
 
 
 @dataclass(frozen=True)

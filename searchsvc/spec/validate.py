@@ -29,6 +29,7 @@ from searchsvc.spec.file_schema import (
     StudyFile,
     TensorBoardFile,
     TrackingFile,
+    WandbFile,
     WarmStartFile,
 )
 from searchsvc.spec.model import (
@@ -46,6 +47,7 @@ from searchsvc.spec.model import (
     StudySpec,
     TensorBoardTracking,
     Tracking,
+    WandbTracking,
 )
 from searchsvc.spec.source import SpecSource, read_yaml
 
@@ -58,7 +60,8 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "warm_start": WarmStartFile,
     "tracking": TrackingFile,
 }
-_TRACKERS: dict[str, type[BaseModel]] = {"mlflow": MlflowFile, "tensorboard": TensorBoardFile}
+_TRACKERS: dict[str, type[BaseModel]] = {"mlflow": MlflowFile, "tensorboard": TensorBoardFile,
+                                          "wandb": WandbFile}
 
 
 def load_spec(path: str | FsPath) -> StudySpec:
@@ -540,11 +543,14 @@ class _SemanticCheck:
 
 
 def _tracking(raw: TrackingFile) -> Tracking:
-    mlflow, tensorboard = raw.mlflow, raw.tensorboard
+    mlflow, tensorboard, wandb = raw.mlflow, raw.tensorboard, raw.wandb
     return Tracking(
         mlflow=None if mlflow is None else MlflowTracking(tracking_uri=mlflow.tracking_uri,
                                                           experiment=mlflow.experiment),
         tensorboard=None if tensorboard is None else TensorBoardTracking(dir=tensorboard.dir),
+        wandb=None if wandb is None else WandbTracking(
+            project=wandb.project, entity=wandb.entity, group=wandb.group, mode=wandb.mode,
+            dir=wandb.dir),
     )
 
 

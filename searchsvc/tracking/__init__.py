@@ -1,5 +1,5 @@
 """Experiment tracking: the study file's ``tracking:`` section, written from the driver as
-trials run (MLflow runs, TensorBoard event files with the HParams plugin).
+trials run (MLflow runs, TensorBoard event files with the HParams plugin, W&B runs).
 
 Pure of Ray: trackers receive searchsvc's own records (:mod:`searchsvc.core`). The contract is
 :class:`Tracker`'s docstring; :func:`open_trackers` makes a study's trackers from its spec,
@@ -17,6 +17,7 @@ from searchsvc.tracking.base import ReportFolder, Tracker
 from searchsvc.tracking.fanout import Trackers
 from searchsvc.tracking.mlflow_tracker import MlflowTracker, default_tracking_uri, sqlite_folder
 from searchsvc.tracking.tensorboard_tracker import TensorBoardTracker
+from searchsvc.tracking.wandb_tracker import WandbTracker
 
 DATABASES = ("sqlite", "postgresql", "mysql", "mssql")  # MLflow's SQLAlchemy stores
 
@@ -43,11 +44,22 @@ def _tensorboard(spec: StudySpec, results_dir: Path) -> Tracker | None:
     return TensorBoardTracker(folder if folder.is_absolute() else results_dir / folder)
 
 
+def _wandb(spec: StudySpec, results_dir: Path) -> Tracker | None:
+    settings = spec.tracking.wandb
+    if settings is None:
+        return None
+    folder = Path(settings.dir).expanduser() if settings.dir else Path(".")
+    return WandbTracker(folder if folder.is_absolute() else results_dir / folder,
+                        project=settings.project or spec.name, entity=settings.entity,
+                        group=settings.group, mode=settings.mode)
+
+
 # The study file's `tracking:` keys -> what makes that tracker from a spec (None: not asked for).
 TrackerFactory = Callable[[StudySpec, Path], "Tracker | None"]
 TRACKERS: Registry[TrackerFactory] = Registry("tracker", {
     "mlflow": _mlflow,
     "tensorboard": _tensorboard,
+    "wandb": _wandb,
 })
 
 
@@ -61,4 +73,4 @@ def open_trackers(spec: StudySpec, results_dir: Path,
 
 
 __all__ = ["TRACKERS", "MlflowTracker", "ReportFolder", "TensorBoardTracker", "Tracker",
-           "Trackers", "open_trackers"]
+           "Trackers", "WandbTracker", "open_trackers"]

@@ -90,6 +90,27 @@ def numeric_metrics(metrics: Any) -> dict[str, float]:
             if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
+SYSTEM = "system/"  # the prefix of telemetry among a step's scalars
+
+
+def telemetry_scalars(telemetry: Any) -> dict[str, float]:
+    """A step's telemetry as scalars under ``system/`` (``system/step_time_s``); a
+    data-parallel trial's other ranks under ``system/rank<N>/`` (rank 0's are the trial's)."""
+    found = {f"{SYSTEM}{k}": v for k, v in numeric_metrics(telemetry or {}).items()}
+    ranks = (telemetry or {}).get("ranks")
+    for rank, row in enumerate(ranks if isinstance(ranks, list) else []):
+        if rank and isinstance(row, dict):
+            found.update({f"{SYSTEM}rank{rank}/{k}": v for k, v in numeric_metrics(row).items()
+                          if k != "rank"})
+    return found
+
+
+def step_scalars(measurement: Measurement) -> dict[str, float]:
+    """What a tracker logs of one step: the objective's numeric metrics, then its telemetry
+    (:func:`telemetry_scalars`)."""
+    return {**numeric_metrics(measurement.metrics), **telemetry_scalars(measurement.telemetry)}
+
+
 def latest_attempt(trial: TrialRecord) -> list[Measurement]:
     """The measurements of the trial's latest attempt, by step."""
     return sorted((m for m in trial.measurements if m.attempt == trial.attempts),

@@ -52,7 +52,7 @@ from searchsvc.tracking.base import (
     ReportFolder,
     Tracker,
     latest_attempt,
-    numeric_metrics,
+    step_scalars,
     study_key,
 )
 
@@ -318,7 +318,7 @@ class MlflowTracker(Tracker):
         if not todo:
             return
         metrics = [_metric(k, v, _ms(m.recorded_at or time.time()), m.step)
-                   for m in todo for k, v in numeric_metrics(m.metrics).items()]
+                   for m in todo for k, v in step_scalars(m).items()]
         last = max(run.logged_step, *(m.step for m in todo))
         self._log(run.run_id, metrics=metrics, tags={f"{TAG}logged_step": str(last)})
         run.logged_step = last

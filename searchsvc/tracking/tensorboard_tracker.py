@@ -43,7 +43,7 @@ from searchsvc.tracking.base import (
     Tracker,
     hparam_value,
     latest_attempt,
-    numeric_metrics,
+    step_scalars,
     study_key,
 )
 
@@ -135,7 +135,7 @@ class TensorBoardTracker(Tracker):
         writer = self._writer_of(trial)
         for m in items:
             wall = m.recorded_at or time.time()
-            for tag, value in numeric_metrics(m.metrics).items():
+            for tag, value in step_scalars(m).items():
                 writer.add_event(_event(scalar_pb(tag, value), wall, m.step))
         writer.flush()
 

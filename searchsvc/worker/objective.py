@@ -1,4 +1,5 @@
-"""Finds the objective a study names ("module:callable") on the study's import path."""
+"""Finds the objective a study names ("module:callable") on the study's import path, or the
+function given for it in this process (:func:`give_objective`)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,36 @@ def add_to_import_path(paths: Sequence[str]) -> None:
             sys.path.insert(0, path)
 
 
+# Objectives given as functions (the Python API's ``objective=``, e.g. one defined in a
+# notebook, which no worker could import): the driver ships each to the workers by value with
+# the trial's settings, and each process that runs it gives it here first.
+_GIVEN: dict[str, Callable[..., Any]] = {}
+
+
+def give_objective(ref: str, function: Callable[..., Any]) -> None:
+    """From now on in this process, ``ref`` names ``function``."""
+    if not callable(function):
+        raise ObjectiveError(f"objective {ref!r}: {function!r} is not callable")
+    _GIVEN[ref] = function
+
+
+def given_objective(ref: str) -> Callable[..., Any] | None:
+    """The function given for ``ref`` in this process, if any."""
+    return _GIVEN.get(ref)
+
+
+def objective_ref(function: Callable[..., Any]) -> str:
+    """The name a function given as an objective goes by (``module:qualname``)."""
+    module = getattr(function, "__module__", None) or "__main__"
+    name = str(getattr(function, "__qualname__", None) or "objective")
+    return f"{module}:{name.replace('<', '').replace('>', '')}"
+
+
 def resolve_objective(ref: str, search_paths: Sequence[str]) -> Callable[..., Any]:
-    """Import ``module:callable``; :class:`ObjectiveError` says precisely what is missing."""
+    """The function given for ``ref``, else import ``module:callable``;
+    :class:`ObjectiveError` says precisely what is missing."""
+    if ref in _GIVEN:
+        return _GIVEN[ref]
     module_name, _, attr_path = ref.partition(":")
     add_to_import_path(search_paths)
     try:

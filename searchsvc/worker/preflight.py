@@ -157,6 +157,7 @@ def probe(config: dict[str, Any], settings: Any, steps: int, submitted_at: float
             raise _Enough
 
     _route_ray_reports()
+    settings.give()
     user_config, meta = split_config(config)
     warm_first_s: float | None = None
     try:

@@ -16,6 +16,7 @@ from searchsvc.worker.context import (
     set_current,
     split_config,
 )
+from searchsvc.worker.objective import give_objective
 from searchsvc.worker.telemetry import Telemetry
 
 
@@ -45,6 +46,14 @@ class TrialSettings:
     # the registry, so it imports only the backend that the study uses.
     backend: BackendFactory
     backend_options: tuple[tuple[str, Any], ...] = ()
+    # The objective itself when it was given as a function (pickled by value when it lives
+    # where a worker cannot import it, such as a notebook); None: imported by name.
+    function: Callable[..., Any] | None = None
+
+    def give(self) -> None:
+        """Make this process resolve the study's objective to the given function, if any."""
+        if self.function is not None:
+            give_objective(self.objective, self.function)
 
 
 def run_trial(config: dict[str, Any], settings: TrialSettings, *, rank: int | None = None,
@@ -52,6 +61,7 @@ def run_trial(config: dict[str, Any], settings: TrialSettings, *, rank: int | No
     """Run one trial's objective in this process: its context (number, seed, budget and, on
     a data-parallel trial's worker, its rank), seeds, telemetry, then the backend."""
     user_config, meta = split_config(config)
+    settings.give()
     telemetry = Telemetry(where=None if rank is None else _where(rank))
     report_with_telemetry()
     set_current(TrialContext(

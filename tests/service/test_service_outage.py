@@ -31,7 +31,8 @@ def test_a_study_the_service_runs_rides_through_a_database_restart(tmp_path: Pat
         finally:
             server.start()
         assert service.call("GET", "/health") == {
-            "status": "ok", "version": health["version"], "store": "ok"}
+            "status": "ok", "version": health["version"], "store": "ok",
+            "cluster": "1 node(s): 2 CPUs, 0 GPUs in all"}
         study = service.wait_for("steady", "completed")
         assert study["trial_counts"] == {"completed": TRIALS}
         trials = service.store.get_trials("steady", measurements=True)

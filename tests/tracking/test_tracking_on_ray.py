@@ -1,7 +1,8 @@
-"""Tracking a real study on Ray: the study file turns MLflow and TensorBoard on, the driver is
-killed mid-study and the study resumed (the real command line, as a user would), and every
-trial ends up as one MLflow run and one TensorBoard run holding the history the store kept.
-A study pointed at a dead MLflow server completes with one warning."""
+"""Tracking a real study on Ray: the study file turns MLflow, TensorBoard and W&B (offline) on,
+the driver is killed mid-study and the study resumed (the real command line, as a user would),
+and every trial ends up as one MLflow run and one TensorBoard run holding the history the store
+kept, and as W&B runs (a second one where W&B could not resume) holding each step once. A study
+pointed at a dead MLflow server completes with one warning."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from searchsvc import usecases
 from searchsvc.core import TRIAL_COMPLETED, TRIAL_RUNNING, TrialRecord
 from searchsvc.driver import RunOptions
 from searchsvc.store import SqlStore
+from searchsvc.tracking.wandb_records import RunFile, run_files
 from searchsvc.usecases import validate as validate_file
 from tests.tracking.test_tensorboard_tracker import Logs
 
@@ -56,6 +58,7 @@ parameters:
 tracking:
   mlflow: {{}}
   tensorboard: {{}}
+  wandb: {{mode: offline}}
 """
 
 
@@ -159,6 +162,29 @@ def test_each_trial_is_one_tensorboard_run_with_its_hparams_and_scalars(
         assert logs.scalars(run, "loss") == losses(trial)
 
 
+def test_each_trial_is_in_wandb_with_every_step_once_and_its_telemetry(
+        resumed: Resumed) -> None:
+    runs: dict[int, list[RunFile]] = {}
+    studies = []
+    for run in run_files(resumed.results):
+        meta = run.config.get("searchsvc") or {}
+        if meta.get("kind") == "trial":
+            runs.setdefault(meta["trial_number"], []).append(run)
+        elif meta.get("kind") == "study":
+            studies.append(run)
+    assert sorted(runs) == list(range(TRIALS))
+    for number, trial in resumed.trials.items():
+        # The kill and resume wrote no step twice across the trial's runs, and lost none.
+        written = [(int(row["_step"]), row["loss"]) for r in runs[number] for row in r.history]
+        assert written == losses(trial)
+        assert {r.config["searchsvc"]["attempt"] for r in runs[number]} == {trial.attempts}
+        assert all(row["system/step_time_s"] > 0 and row["system/rss_mb"] > 0
+                   for r in runs[number] for row in r.history)
+        assert runs[number][-1].exit_code == 0
+        assert runs[number][-1].summary["state"] == "completed"
+    assert studies[-1].exit_code == 0 and studies[-1].summary["trials_completed"] == TRIALS
+
+
 def test_a_dead_tracking_server_costs_one_warning(
         ray_local, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     (tmp_path / "dead_server_objective.py").write_text(textwrap.dedent(OBJECTIVE).replace(
@@ -167,6 +193,7 @@ def test_a_dead_tracking_server_costs_one_warning(
     spec_file.write_text(textwrap.dedent(SPEC).replace("tracked-on-ray", "dead-server").replace(
         "tracked_objective:", "dead_server_objective:").replace(
         "mlflow: {}", "mlflow: {tracking_uri: 'http://127.0.0.1:9'}").replace(
+        "wandb: {mode: offline}", "wandb: off").replace(
         f"trials: {TRIALS}", "trials: 4"))
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     progress = io.StringIO()

@@ -1,0 +1,44 @@
+"""The tutorial notebook (examples/tutorial.ipynb) is stored without outputs and runs top to
+bottom in a real Jupyter kernel, from a folder of its own: its objective defined in the
+notebook, a live progress bar, the trials as a DataFrame, the figures, the next study and the
+comparison."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+pytestmark = pytest.mark.slow
+NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "tutorial.ipynb"
+
+
+def test_the_notebook_is_stored_without_outputs() -> None:
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    nbformat.validate(notebook)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+
+
+def test_the_notebook_runs_top_to_bottom_in_a_kernel(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # The kernel is this Python (its kernelspec runs `python` from the PATH).
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    text = "\n".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    shown = [o.data for o in outputs if o.output_type in ("display_data", "execute_result")]
+    # The progress bar: tqdm's (its text bar without ipywidgets), not a log line per trial.
+    assert "tutorial: 100%" in text and "trial 0 finished" not in text, text
+    assert any("text/html" in d and "final_val_error" in d["text/html"] for d in shown)
+    figures = [d for d in shown if "application/vnd.plotly.v1+json" in d]
+    assert len(figures) >= 4  # isolation, and a boundary figure per searched parameter
+    assert "tutorial-next against tutorial: " in text or "against tutorial: " in text
+    assert "report.html" in "".join(str(d.get("text/plain", "")) for d in shown)
