@@ -30,12 +30,16 @@ HERE = Path(__file__).resolve().parent
 TRAIN_EXAMPLES = 1437  # the digits training split of examples/ray_train_ddp.py
 
 
-def run(tmp_path: Path, text: str, file: str) -> tuple[SqlStore, str]:
+def run(tmp_path: Path, text: str, file: str, preflight: bool = False
+        ) -> tuple[SqlStore, str]:
     spec = validate_text(textwrap.dedent(text), file=str(tmp_path / file))
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     options = RunOptions(live_progress=False)
-    create_study(spec, store, options)
-    outcome = run_study(spec.name, store, options)
+    if preflight:  # then the study, in the same Ray session, as `searchsvc run` does
+        outcome = usecases.run(spec, store, options, preflight=True).outcome
+    else:
+        create_study(spec, store, options)
+        outcome = run_study(spec.name, store, options)
     assert outcome.study.state == "completed", outcome
     return store, spec.name
 
@@ -62,7 +66,16 @@ def test_a_ray_train_docs_function_runs_unchanged_on_two_workers(ray_local,
           lr: {role: nuisance, type: float, low: 0.05, high: 0.2, scale: log}
           hidden: {role: fixed, value: 16}
           epochs: {role: fixed, value: 2}
-        """, "ddp.yaml")
+        """, "ddp.yaml", preflight=True)
+    # Preflight ran the function on its 2 workers (each on its half of the data) for a few
+    # steps, aborted that run, and costed each trial at 2 workers x 1 CPU: one at a time here.
+    checked = store.get_study(name).provenance["preflight"]
+    assert checked["ok"] and checked["steps"] >= 1, checked
+    assert {c["name"]: c["ok"] for c in checked["checks"]}["metric"] is True
+    assert checked["estimate"]["cpu"] == 2 and checked["estimate"]["concurrency"] == 1
+    assert "each trial runs on 2 workers: 2 CPUs and 0 GPUs a trial" in checked["estimate"][
+        "notes"]
+    assert checked["timing"]["setup_s"] > checked["timing"]["step_s"]  # starting the workers
     trials = store.get_trials(name, measurements=True)
     assert [t.state for t in trials] == [TRIAL_COMPLETED] * 2
     for t in trials:
@@ -147,33 +160,3 @@ def test_an_sdk_objective_gets_its_trial_on_every_rank_and_survives_a_dead_worke
     assert [m.metrics["reduced"] for m in trial.measurements] == [2.0, 4.0, 6.0, 8.0]
     assert [e.kind for e in store.get_events(name)] == ["retried"]
     assert_nothing_left(ray_local)
-
-
-def test_preflight_runs_the_objective_on_its_workers_and_costs_every_worker(
-        ray_local, tmp_path: Path) -> None:
-    shutil.copy(ROOT / "examples" / "ray_train_ddp.py", tmp_path / "ray_train_ddp.py")
-    text = textwrap.dedent("""\
-        study: ddp-preflight
-        objective: ray_train_ddp:train_func
-        metric: val_error
-        mode: min
-        searcher: random
-        budget: {trials: 4, max_steps: 3}
-        resources: {cpu: 1, workers: 2}
-        parameters:
-          lr: {role: nuisance, type: float, low: 0.05, high: 0.2, scale: log}
-          hidden: {role: fixed, value: 16}
-          epochs: {role: fixed, value: 3}
-        """)
-    found = usecases.preflight(validate_text(text, file=str(tmp_path / "ddp.yaml")))
-    assert found.ok, found.issues
-    assert found.steps == len(found.probe.reports) and found.steps >= 2
-    assert all(r["train_samples"] == (TRAIN_EXAMPLES + 1) // 2 for r in found.probe.reports)
-    assert {c.name: c.ok for c in found.checks}["metric"] is True
-    assert found.timing is not None and found.timing.step_s > 0
-    # Each trial holds 2 workers x 1 CPU, and the 2 CPUs of this Ray hold one such trial.
-    assert found.estimate is not None
-    assert found.estimate.cpu == 2 and found.estimate.concurrency == 1
-    assert found.timing.trial_overhead_s > found.timing.step_s  # starting the workers
-    assert "each trial runs on 2 workers: 2 CPUs and 0 GPUs a trial" in found.estimate.notes
-    assert_nothing_left(ray_local)  # preflight's run was aborted, its workers given back
