@@ -11,7 +11,7 @@ TORCH  ?= torch==2.13.0
 # cluster, start once); `make test PYTEST_PARALLEL=` runs the suite serially.
 PYTEST_PARALLEL ?= -n 3 --dist loadfile
 
-.PHONY: demo test lint install browser clean
+.PHONY: demo test lint install browser postgres clean
 
 install: $(STAMP)
 
@@ -24,15 +24,22 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/searchsvc run spaces/quickstart.yaml --overwrite
 
-# The browser tests use Debian's chromium (Playwright drives it; it never downloads its own).
+# The browser tests use Debian's chromium (Playwright drives it; it never downloads its own);
+# the store tests start a private PostgreSQL server from Debian's postgresql binaries.
 browser:
 	@command -v chromium >/dev/null || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium; }
 
+postgres:
+	@command -v pg_ctl >/dev/null || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql; }
+
 # The store's tests also run against a real PostgreSQL server: the test session starts a private
-# one from the machine's PostgreSQL binaries (Debian's postgresql package) and deletes it after.
-test: $(STAMP) browser
+# one from the machine's PostgreSQL binaries (Debian's postgresql package, installed by
+# `postgres` when missing) and deletes it after.
+test: $(STAMP) browser postgres
 	$(BIN)/ruff check searchsvc objectives tests examples benchmarks docs
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet  # the docs site, into site/

@@ -141,6 +141,10 @@ def test_each_trial_is_one_mlflow_run_with_its_whole_history(
         assert history == losses(trial)
         assert [m.step for m in client.get_metric_history(run.info.run_id, "step_x")] == list(
             range(1, STEPS + 1))
+        # Every step's telemetry too, under system/.
+        assert [m.step for m in client.get_metric_history(run.info.run_id,
+                                                          "system/rss_mb")] == list(
+            range(1, STEPS + 1))
         assert "note" not in run.data.metrics
     # A trial the kill interrupted ran again as attempt 2: its first run was replaced.
     deleted = mlflow.search_runs(experiment_names=["tracked-on-ray"], output_format="list",
@@ -160,6 +164,8 @@ def test_each_trial_is_one_tensorboard_run_with_its_hparams_and_scalars(
         run = f"trial_{number:05d}"
         assert logs.session(run) == trial.config
         assert logs.scalars(run, "loss") == losses(trial)
+        assert [step for step, _ in logs.scalars(run, "system/step_time_s")] == list(
+            range(1, STEPS + 1))
 
 
 def test_each_trial_is_in_wandb_with_every_step_once_and_its_telemetry(

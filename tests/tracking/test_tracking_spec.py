@@ -63,7 +63,8 @@ def test_the_tracking_section(section: str, expected: Tracking) -> None:
     ("tracking: {tensorboard: 3}",
      "tracking.tensorboard: must be a mapping of options, `true` or `off` (got 3)"),
     ("tracking: {mlflow: {experiment: ''}}", "tracking.mlflow.experiment: "),
-    ("tracking: {wandb: {}}", "tracking.wandb: unknown field; allowed: mlflow, tensorboard"),
+    ("tracking: {neptune: {}}",
+     "tracking.neptune: unknown field; allowed: mlflow, tensorboard, wandb"),
 ])
 def test_a_bad_tracking_section_is_located(section: str, message: str) -> None:
     with pytest.raises(SpecError) as caught:

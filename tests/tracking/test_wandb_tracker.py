@@ -7,6 +7,7 @@ replaces the earlier one's run; the study file's section and the service's rule.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -34,6 +35,16 @@ from tests.tracking.records import (
 
 def tracker(folder: Path) -> WandbTracker:
     return WandbTracker(folder, project="proj", group="tracked-group")
+
+
+def ended_runs(folder: Path, count: int) -> list[RunFile]:
+    """The runs under ``folder`` once ``count`` of them are on disk with their end: W&B's
+    writer flushes a run's file shortly after ``finish()`` returns."""
+    deadline = time.monotonic() + 30
+    while len(runs := [r for r in run_files(folder) if r.exit_code is not None]) < count:
+        assert time.monotonic() < deadline, [(r.path, r.config, r.exit_code) for r in runs]
+        time.sleep(0.1)
+    return runs
 
 
 def trial_runs(folder: Path) -> dict[int, list[RunFile]]:
@@ -79,6 +90,7 @@ def test_a_run_per_trial_with_config_roles_steps_telemetry_and_its_end(tmp_path:
     wandb_tracker.study_finished(finished(), ReportFolder(report, (report / "report.json",)))
     wandb_tracker.close()
 
+    ended_runs(tmp_path, 3)  # the study's and two trials'
     runs = trial_runs(tmp_path)
     assert sorted(runs) == [0, 1] and all(len(r) == 1 for r in runs.values())
     [first], [second] = runs[0], runs[1]
@@ -114,11 +126,13 @@ def test_a_resume_writes_no_step_twice_across_a_trials_runs(tmp_path: Path) -> N
     # Trial 1 reaches W&B with 2 steps; the store got a third before the driver was killed.
     first.trial_started(trial(1))
     first.measurements(trial(1), [measurement(1, 1), measurement(1, 2)])
-    first.close()  # what W&B wrote is on disk (a killed driver's file is read to its end)
+    first.close()
+    ended_runs(tmp_path, 3)  # trial 0's, trial 1's (closed unfinished) and the study's
 
     stored = [done, trial(1, state=TRIAL_INTERRUPTED, steps=3)]
     second = tracker(tmp_path)
     second.study_started(study(), spec(), stored)
+    ended_runs(tmp_path, 4)  # and trial 1's second run, ended with the trial
     runs = trial_runs(tmp_path)
     assert len(runs[0]) == 1  # complete: nothing new
     assert [r.steps for r in runs[1]] == [[1, 2], [3]]  # a second run, from step 3 on
@@ -128,6 +142,7 @@ def test_a_resume_writes_no_step_twice_across_a_trials_runs(tmp_path: Path) -> N
     run_trial(second, 1, attempt=2)
     second.study_finished(replace(finished(), state=STUDY_INTERRUPTED), None)
     second.close()
+    ended_runs(tmp_path, 4)  # trial 0's, trial 1's rerun and the two study runs
     runs = trial_runs(tmp_path)
     [rerun] = runs[1]
     assert rerun.config["searchsvc"]["attempt"] == 2 and rerun.steps == list(range(1, STEPS + 1))
@@ -139,6 +154,7 @@ def test_a_file_cut_short_is_read_to_its_last_whole_record(tmp_path: Path) -> No
     wandb_tracker.study_started(study(), spec(), [])
     run_trial(wandb_tracker, 0)
     wandb_tracker.close()
+    ended_runs(tmp_path, 2)
     [[run]] = trial_runs(tmp_path).values()
     data = run.path.read_bytes()
     run.path.write_bytes(data[:len(data) - 40])  # the writer was killed mid-record
