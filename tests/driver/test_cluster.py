@@ -59,7 +59,7 @@ def train(config):
 
 
 # A data-parallel objective as Ray Train's docs write one (ray.train.report, get_context),
-# with a planted straggler: rank 1 works 0.4 s longer each step after the ranks' all-reduce
+# with a planted straggler: rank 1 works 0.3 s longer each step after the ranks' all-reduce
 # (a slow evaluation on its node), so rank 0 waits for it at the report. Trial 1 is the
 # worse configuration at every step.
 DDP_PROBE = '''
@@ -77,10 +77,10 @@ from searchsvc import sdk
 def train(config):
     rank = ray.train.get_context().get_world_rank()
     worse = 1 + 10 * sdk.trial_context().number
-    for step in range(1, 5):
+    for step in range(1, 4):
         total = torch.ones(1)
         dist.all_reduce(total)
-        time.sleep(0.05 + (0.4 if rank == 1 else 0.0))
+        time.sleep(0.02 + (0.3 if rank == 1 else 0.0))
         ray.train.report({"loss": worse / step, "world": total.item(),
                           "node": ray.get_runtime_context().get_node_id(), "pid": os.getpid()})
 '''
@@ -272,7 +272,7 @@ def test_a_data_parallel_trial_spans_both_nodes_names_its_straggler_and_stops_wh
         mode: min
         searcher: asha
         searcher_options: {grace_period: 1, reduction_factor: 2}
-        budget: {trials: 2, max_steps: 4}
+        budget: {trials: 2, max_steps: 3}
         resources: {cpu: 2, workers: 2}
         seed: 0
         parameters:
@@ -284,8 +284,7 @@ def test_a_data_parallel_trial_spans_both_nodes_names_its_straggler_and_stops_wh
     store = SqlStore(db)
     first, second = store.get_trials("ddp_nodes", measurements=True)
     # Trial 1 is worse than trial 0 at ASHA's first rung: stopped there, all its workers too.
-    assert first.state == TRIAL_COMPLETED and [m.step for m in first.measurements] == [
-        1, 2, 3, 4]
+    assert first.state == TRIAL_COMPLETED and [m.step for m in first.measurements] == [1, 2, 3]
     assert second.state == TRIAL_PRUNED and [m.step for m in second.measurements] == [1]
     [stop] = store.get_events("ddp_nodes", kind=EVENT_STOPPED_EARLY)
     assert stop.number == 1
