@@ -83,5 +83,11 @@ def test_a_trial_waiting_for_cpus_is_named_in_the_progress(
     create_study(spec, store, options)
     assert run_study(spec.name, store, options).study.state == "completed"
     told = [line for line in shown.getvalue().splitlines() if "waited" in line]
-    assert len(told) == 1, shown.getvalue()
-    assert told[0].startswith("warning: trial ") and "for resources (2 CPU; 0 CPU" in told[0]
+    # The trial that started second waited for the first one's CPUs (its 4 steps, well past
+    # the threshold): it is named, once. On a busy machine the first one may wait to be
+    # placed too, and then is named as well.
+    later = max(store.get_trials("waits"), key=lambda t: t.started_at or 0.0)
+    named = [line for line in told if line.startswith(f"warning: trial {later.number} has ")]
+    assert len(named) == 1, shown.getvalue()
+    assert "for resources (2 CPU; 0 CPU, 0 GPU free now)" in named[0]
+    assert len(told) == len(set(told)) <= 2
