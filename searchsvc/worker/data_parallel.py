@@ -98,29 +98,45 @@ def run_data_parallel_trial(config: dict[str, Any], settings: TrialSettings,
     """The launcher Tune runs for a data-parallel trial (see the module's docstring)."""
     import ray
     from ray import tune
-    from ray.util.queue import Queue
 
-    steps = Queue(maxsize=1, actor_options={"num_cpus": 0})
     # The trial's own folder: each try's training run keeps its checkpoints there, and the
     # last one Tune received (REPORTED) is where a later try resumes every rank from.
     number = int((config.get(META_KEY) or {}).get("number", 0))
     storage = Path(workers.run_dir) / f"trial_{number:05d}"
     config = with_resume(config, resume_point(storage, tune.get_checkpoint()))
-    # Detached and outside the trial's placement group (which Tune removes, killing what is in
-    # it, as the trial ends): the run outlives this launcher just long enough to abort its
-    # workers cleanly (TrainRun's watch), which returns their placement group.
-    run: Any = ray.remote(num_cpus=0)(TrainRun).options(
-        lifetime="detached", name=f"{run_prefix(settings.study)}{uuid.uuid4().hex}",
-        namespace=NAMESPACE,
-        scheduling_strategy="DEFAULT").remote()
-    done = run.train.remote(config, settings, workers, steps, str(storage))
+    steps, run, done = _start_run(config, settings, workers, storage, "")
     try:
         _forward(steps, done, storage / REPORTED)
         ray.get(done)  # the workers' error, if training failed
     finally:
-        ray.kill(steps.actor)  # type: ignore[arg-type]  # tells a run still going to abort
-        if ray.wait([done], timeout=ABORT_WAIT_S)[0]:
-            ray.kill(run)  # else it ends itself once aborted
+        _stop_run(steps, run, done)
+
+
+def _start_run(config: dict[str, Any], settings: TrialSettings, workers: Workers,
+               storage: Path, tag: str) -> tuple[Any, Any, Any]:
+    """A training run of ``config`` on ``workers`` in ``storage``: its step queue (of one),
+    its actor and the reference its end resolves."""
+    import ray
+    from ray.util.queue import Queue
+
+    steps = Queue(maxsize=1, actor_options={"num_cpus": 0})
+    # Detached and outside the trial's placement group (which Tune removes, killing what is in
+    # it, as the trial ends): the run outlives its launcher just long enough to abort its
+    # workers cleanly (TrainRun's watch), which returns their placement group.
+    run: Any = ray.remote(num_cpus=0)(TrainRun).options(
+        lifetime="detached", name=f"{run_prefix(settings.study)}{tag}{uuid.uuid4().hex}",
+        namespace=NAMESPACE, scheduling_strategy="DEFAULT").remote()
+    return steps, run, run.train.remote(config, settings, workers, steps, str(storage))
+
+
+def _stop_run(steps: Any, run: Any, done: Any) -> None:
+    """End a training run: its queue gone tells a run still going to abort its workers; a run
+    that has ended is killed, else it ends itself once aborted."""
+    import ray
+
+    ray.kill(steps.actor)
+    if ray.wait([done], timeout=ABORT_WAIT_S)[0]:
+        ray.kill(run)
 
 
 def probe_data_parallel(config: dict[str, Any], settings: TrialSettings, workers: Workers,
@@ -131,17 +147,13 @@ def probe_data_parallel(config: dict[str, Any], settings: TrialSettings, workers
     returns: rank 0's reports, each one's seconds since the start (the first includes placing
     and starting the workers: a data-parallel trial pays it every time), the crash if any."""
     import ray
-    from ray.util.queue import Empty, Queue
+    from ray.util.queue import Empty
 
     from searchsvc.worker.preflight import describe_exception, plain_metrics
 
-    queue = Queue(maxsize=1, actor_options={"num_cpus": 0})
     scratch = tempfile.mkdtemp(prefix="searchsvc-preflight-")
-    run: Any = ray.remote(num_cpus=0)(TrainRun).options(
-        lifetime="detached", name=f"{run_prefix(settings.study)}preflight-{uuid.uuid4().hex}",
-        namespace=NAMESPACE, scheduling_strategy="DEFAULT").remote()
     t0 = time.perf_counter()
-    done = run.train.remote(config, settings, workers, queue, scratch)
+    queue, run, done = _start_run(config, settings, workers, Path(scratch), "preflight-")
     reports: list[dict[str, Any]] = []
     times: list[float] = []
     crash, returned = None, False
@@ -164,9 +176,7 @@ def probe_data_parallel(config: dict[str, Any], settings: TrialSettings, workers
                 cause = getattr(exc, "cause", None) or exc
                 crash, returned = describe_exception(cause, settings.search_paths), False
     finally:
-        ray.kill(queue.actor)  # type: ignore[arg-type]  # the run aborts its workers
-        if ray.wait([done], timeout=ABORT_WAIT_S)[0]:
-            ray.kill(run)
+        _stop_run(queue, run, done)
         shutil.rmtree(scratch, ignore_errors=True)
     return {"reports": reports, "times_s": times, "crash": crash, "returned": returned,
             "timed_out": not returned and crash is None and len(reports) < steps}
