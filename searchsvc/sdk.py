@@ -11,7 +11,8 @@ from searchsvc.worker.sdk import (
     run_locally,
     seed_everything,
     trial_context,
+    watch,
 )
 
 __all__ = ["data_loader", "device", "max_steps", "preflight_checks", "report", "restore",
-           "run_locally", "seed_everything", "trial_context"]
+           "run_locally", "seed_everything", "trial_context", "watch"]

@@ -32,6 +32,10 @@ class Measurement:
     # utilisation and memory, data wait; worker/telemetry.py), kept apart from the metrics.
     # Empty when none was recorded; a field that could not be measured is absent.
     telemetry: Mapping[str, Any] = field(default_factory=dict)
+    # The representation dimensionality ``sdk.watch`` measured since the previous step
+    # (worker/dimensionality.py): ``{"source": "probe" | "train", "layers": {layer:
+    # {"participation_ratio": float, "stable_rank": float}}}``; empty when none was measured.
+    dimensionality: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from searchsvc.driver.trial_results import (
     ResultWriter,
     RunningTrial,
     is_number,
+    step_dimensionality,
     step_telemetry,
     user_metrics,
 )
@@ -86,7 +87,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
         if state.redoes(step):
             self.writer.discard_from(state, step)
         value = state.take(step, user_metrics(result), step_telemetry(result), self.metric,
-                           self.objectives)
+                           self.objectives, step_dimensionality(result))
         if not state.node_recorded and result.get("hostname"):
             state.node = self._node_of(trial, result)
             state.node_recorded = True

@@ -411,6 +411,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         backend=backend_class(spec.backend),
         backend_options=tuple(sorted(spec.backend_options.items())),
         function=given_objective(spec.objective),
+        dimensionality=spec.dimensionality.settings(),
     )
     results_dir = Path(study.results_dir or searchsvc_home() / "results" / spec.name)
     run_name = f"run-{time.strftime('%Y%m%d-%H%M%S')}"

@@ -34,7 +34,7 @@ from searchsvc.core.objectives import update_final
 from searchsvc.searchers import Observation
 from searchsvc.store import Store
 from searchsvc.tracking import Tracker
-from searchsvc.worker.context import TELEMETRY_KEY
+from searchsvc.worker.context import DIMENSIONALITY_KEY, TELEMETRY_KEY
 
 # Keys Ray adds to every result; everything else is the objective's own metrics.
 RAY_RESULT_KEYS = frozenset({
@@ -43,6 +43,7 @@ RAY_RESULT_KEYS = frozenset({
     "done", "experiment_tag", "checkpoint_dir_name", "should_checkpoint", "timesteps_total",
     "episodes_total", "timesteps_since_restore", "warmup_time", "experiment_id",
     TELEMETRY_KEY,  # the worker's telemetry of the step (Measurement.telemetry), not a metric
+    DIMENSIONALITY_KEY,  # what sdk.watch measured (Measurement.dimensionality), not a metric
 })
 
 # Results are written in groups, one transaction per group (per trial end, or at most this many
@@ -77,11 +78,19 @@ def step_telemetry(result: Mapping[str, Any]) -> dict[str, Any]:
                       "data-wait telemetry)"}
 
 
+def step_dimensionality(result: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``sdk.watch`` measured since the previous report (worker/dimensionality.py); empty
+    when nothing was."""
+    measured = result.get(DIMENSIONALITY_KEY)
+    return dict(measured) if isinstance(measured, dict) else {}
+
+
 def is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-Row = tuple[int, float | None, dict[str, Any], dict[str, Any]]  # step, value, metrics, telemetry
+# step, value, metrics, telemetry, dimensionality
+Row = tuple[int, float | None, dict[str, Any], dict[str, Any], dict[str, Any]]
 
 
 @dataclass
@@ -119,7 +128,8 @@ class RunningTrial:
         return not self.reported
 
     def take(self, step: int, metrics: Mapping[str, Any], telemetry: dict[str, Any],
-             metric: str, objectives: Iterable[str]) -> float | None:
+             metric: str, objectives: Iterable[str],
+             dimensionality: dict[str, Any] | None = None) -> float | None:
         """Keep one reported step; its value of ``metric`` (None: not a number)."""
         self.metric_names.update(metrics)
         self.last_step, self.retried, self.reported = step, False, True
@@ -132,7 +142,7 @@ class RunningTrial:
         if is_number(value):
             self.reports.append((step, float(value)))
         self.unwritten.append((step, float(value) if is_number(value) else None, dict(metrics),
-                               telemetry))
+                               telemetry, dict(dimensionality or {})))
         return float(value) if is_number(value) else None
 
     def redoes(self, step: int) -> bool:
@@ -260,8 +270,8 @@ class ResultWriter:
         if trial.unwritten and self.trackers and trial.record is not None:
             now = time.time()
             self._stored.append((trial.record, [
-                Measurement(step, value, metrics, trial.attempt, now, telemetry)
-                for step, value, metrics, telemetry in trial.unwritten]))
+                Measurement(step, value, metrics, trial.attempt, now, telemetry, measured)
+                for step, value, metrics, telemetry, measured in trial.unwritten]))
         trial.unwritten, trial.node = [], None
 
     def _track(self) -> None:

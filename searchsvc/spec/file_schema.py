@@ -113,6 +113,46 @@ NoiseSetting = Annotated[
 ]
 
 
+def _every(value: Any) -> str | int:
+    if value == "auto":
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError("must be `auto` or a positive whole number of training forward passes")
+    return value
+
+
+def _until(value: Any) -> str | int | float:
+    if value is False or value == "off":
+        return "off"
+    if isinstance(value, float) and 0 < value < 1:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    raise ValueError("must be `off`, a fraction of max_steps between 0 and 1 (e.g. 0.25), or a "
+                     "positive whole number of reported steps")
+
+
+Every = Annotated[str | int, PlainValidator(_every),
+                  WithJsonSchema({"oneOf": [{"enum": ["auto"]},
+                                            {"type": "integer", "minimum": 1}]})]
+Until = Annotated[str | int | float, PlainValidator(_until),
+                  WithJsonSchema({"oneOf": [{"enum": ["off", False]},
+                                            {"type": "number", "exclusiveMinimum": 0,
+                                             "exclusiveMaximum": 1},
+                                            {"type": "integer", "minimum": 1}]})]
+
+
+class DimensionalityFile(_FileModel):
+    """When ``sdk.watch`` measures the watched layers' dimensionality (docs/dimensionality.md)."""
+
+    every: Every = Field("auto", description=(
+        "Training forward passes between measurements, or `auto` (the default): spaced so "
+        "that measuring costs at most 5% of the trial's training time."))
+    until: Until = Field("off", description=(
+        "Stop measuring after this many reported steps, or this fraction of budget.max_steps; "
+        "`off` (the default): through the whole trial."))
+
+
 class MetricFile(_FileModel):
     """One objective of a multi-objective study."""
 
@@ -252,6 +292,9 @@ class StudyFile(_FileModel):
     warm_start: WarmStartFile | None = Field(None, description=(
         "Feed a stored study's finished trials to the bayesian and multi-fidelity searchers' "
         "models before the first proposal."))
+    dimensionality: DimensionalityFile = Field(default_factory=DimensionalityFile, description=(
+        "When sdk.watch measures representation dimensionality: {every: auto|N, "
+        "until: off|FRACTION|STEPS}."))
     tracking: TrackingFile = Field(default_factory=TrackingFile, description=(
         "Experiment tracking: {mlflow: {tracking_uri, experiment}, tensorboard: {dir}, "
         "wandb: {project, entity, group, mode, dir}}."))

@@ -254,6 +254,20 @@ class Noise:
 
 
 @dataclass(frozen=True)
+class Dimensionality:
+    """When ``sdk.watch`` measures (worker/dimensionality.py): ``every`` training forward
+    passes ("auto": adaptive, at most 5% of the training time); ``until`` reported steps, or
+    that fraction of ``budget.max_steps`` when below 1 ("off": the whole trial)."""
+
+    every: str | int = "auto"
+    until: str | int | float = "off"
+
+    def settings(self) -> tuple[tuple[str, object], ...]:
+        """What a trial's worker is told (``TrialSettings.dimensionality``)."""
+        return (("every", self.every), ("until", self.until))
+
+
+@dataclass(frozen=True)
 class MlflowTracking:
     """Where MLflow tracking goes; None: the defaults, chosen when the study runs (a SQLite
     store ``<results folder>/mlflow.db``, an experiment named after the study)."""
@@ -318,6 +332,7 @@ class StudySpec:
     noise: Noise | None = None  # None: no repeats (`noise: off`, or no scientific parameter)
     parent: str | None = None  # the study this one was suggested by
     warm_start: str | None = None  # a stored study whose trials seed the searcher's model
+    dimensionality: Dimensionality = field(default_factory=Dimensionality)
     tracking: Tracking = field(default_factory=Tracking)  # MLflow / TensorBoard (none by default)
     # Every objective, the first being ``metric``/``mode`` (a single-objective study has
     # one); constraints on the trials' final metrics.

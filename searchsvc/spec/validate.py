@@ -22,6 +22,7 @@ from searchsvc.errors import SpecError, SpecIssue
 from searchsvc.spec.file_schema import (
     BudgetFile,
     CheckpointsFile,
+    DimensionalityFile,
     MlflowFile,
     NoiseFile,
     ParameterFile,
@@ -37,6 +38,7 @@ from searchsvc.spec.model import (
     Checkpoints,
     ChoiceParameter,
     Condition,
+    Dimensionality,
     FixedParameter,
     MlflowTracking,
     Noise,
@@ -59,6 +61,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "noise": NoiseFile,
     "warm_start": WarmStartFile,
     "tracking": TrackingFile,
+    "dimensionality": DimensionalityFile,
 }
 _TRACKERS: dict[str, type[BaseModel]] = {"mlflow": MlflowFile, "tensorboard": TensorBoardFile,
                                           "wandb": WandbFile}
@@ -200,6 +203,7 @@ class _SemanticCheck:
         objectives = self._objectives()
         constraints = self._constraints({o.name for o in objectives})
         noise = self._noise(params, len(objectives) > 1)
+        self._dimensionality()
         if self.issues:
             raise SpecError(self.issues)
         return StudySpec(
@@ -224,8 +228,19 @@ class _SemanticCheck:
             parent=m.parent,
             warm_start=m.warm_start.study if m.warm_start else None,
             tracking=_tracking(m.tracking),
+            dimensionality=Dimensionality(every=m.dimensionality.every,
+                                          until=m.dimensionality.until),
             source=self.source,
         )
+
+    def _dimensionality(self) -> None:
+        """Dimensionality is measured by ``sdk.watch`` in PyTorch objectives: a Keras backend's
+        study that sets the section is told so rather than silently measuring nothing."""
+        m = self.model
+        if "dimensionality" in m.model_fields_set and m.backend in ("keras_tuner", "autokeras"):
+            self.fail(("dimensionality",), f"dimensionality is measured by sdk.watch in PyTorch "
+                      f"objectives; the {m.backend} backend's Keras models have no such hook "
+                      "(remove the section)")
 
     def _noise(self, params: Mapping[str, Parameter], multi_objective: bool) -> Noise | None:
         """Repeats as asked for; by default only when there is a scientific comparison to

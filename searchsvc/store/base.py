@@ -18,9 +18,11 @@ from searchsvc.core import Constraint, Curve, StudyRecord, TokenGrant, TrialEven
 
 T = TypeVar("T")
 
-# (step, value, metrics) or (step, value, metrics, telemetry)
+# (step, value, metrics), optionally followed by the step's telemetry and its dimensionality
 MeasurementRow = (tuple[int, "float | None", Mapping[str, Any]]
-                  | tuple[int, "float | None", Mapping[str, Any], Mapping[str, Any]])
+                  | tuple[int, "float | None", Mapping[str, Any], Mapping[str, Any]]
+                  | tuple[int, "float | None", Mapping[str, Any], Mapping[str, Any],
+                          Mapping[str, Any]])
 
 # What Store.update_study may set.
 UPDATABLE_STUDY_FIELDS = frozenset({"state", "total_trials", "results_dir", "started_at",
@@ -140,7 +142,8 @@ class Store(ABC):
                             items: Iterable[MeasurementRow]) -> None:
         """Append (step, value, metrics) rows of one attempt of trial ``trial_id`` (the
         record's ``id``) and update its best and last step. A row may carry a fourth element,
-        the step's telemetry (a mapping; ``Measurement.telemetry``, empty when absent)."""
+        the step's telemetry (a mapping; ``Measurement.telemetry``, empty when absent), and a
+        fifth, its dimensionality (``Measurement.dimensionality``)."""
 
     @abstractmethod
     def discard_measurements(self, trial_id: int, attempt: int, from_step: int, mode: str

@@ -31,6 +31,18 @@ def dumps(value: Any) -> str:
     return json.dumps(_encode(value), allow_nan=False, default=str)
 
 
+def optional(extra: tuple[Any, ...] | list[Any], index: int) -> str | None:
+    """The ``index``-th optional mapping of a measurement row's tail (telemetry, then
+    dimensionality) as JSON, or None when it is absent or empty."""
+    found = extra[index] if len(extra) > index else None
+    return dumps(dict(found)) if found else None
+
+
+def loads_optional(text: str | None) -> dict[str, Any]:
+    """What :func:`optional` wrote, decoded; an empty mapping for None."""
+    return loads_metrics(text) if text else {}
+
+
 def loads_metrics(text: str) -> dict[str, Any]:
     """Decode a metrics mapping, turning the NaN/infinity markers back into floats."""
     return {k: _SPECIAL.get(v, v) if isinstance(v, str) else v for k, v in json.loads(text).items()}

@@ -112,6 +112,7 @@ class _Measurement:
     metrics: str  # JSON
     recorded_at: float
     telemetry: str | None = None  # JSON
+    dimensionality: str | None = None  # JSON
 
 
 @dataclass(frozen=True)
@@ -302,11 +303,10 @@ class InMemoryStore(Store):
         last step. A non-finite value is kept in ``metrics`` and never becomes the best."""
         now = time.time()
         rows: list[_Measurement] = []
-        for step, value, metrics, *telemetry in items:
+        for step, value, metrics, *extra in items:
             kept = float(value) if value is not None and math.isfinite(value) else None
             rows.append(_Measurement(attempt, step, kept, jsonutil.dumps(dict(metrics)), now,
-                                     jsonutil.dumps(dict(telemetry[0]))
-                                     if telemetry and telemetry[0] else None))
+                                     jsonutil.optional(extra, 0), jsonutil.optional(extra, 1)))
         if not rows:
             return
         last = max(m.step for m in rows)
@@ -399,7 +399,8 @@ class InMemoryStore(Store):
             records.append(_trial_record(row, tuple(
                 Measurement(step=m.step, value=m.value, metrics=jsonutil.loads_metrics(m.metrics),
                             attempt=m.attempt, recorded_at=m.recorded_at,
-                            telemetry=jsonutil.loads_metrics(m.telemetry) if m.telemetry else {})
+                            telemetry=jsonutil.loads_optional(m.telemetry),
+                            dimensionality=jsonutil.loads_optional(m.dimensionality))
                 for m in found)))
         return records
 

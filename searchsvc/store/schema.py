@@ -95,6 +95,8 @@ class MeasurementRow(Base):
     metrics: Mapped[str] = mapped_column(Text, nullable=False)
     recorded_at: Mapped[float] = mapped_column(Float, nullable=False)
     telemetry: Mapped[str | None] = mapped_column(Text)  # JSON: the worker's measurements
+    # JSON: the representation dimensionality sdk.watch measured (Measurement.dimensionality)
+    dimensionality: Mapped[str | None] = mapped_column(Text)
 
 
 class EventRow(Base):

@@ -358,13 +358,13 @@ class SqlStore(Store):
         last step. A non-finite value is kept in ``metrics`` and never becomes the best."""
         now = time.time()
         rows, points = [], []
-        for step, value, metrics, *telemetry in items:
+        for step, value, metrics, *extra in items:
             finite = value is not None and math.isfinite(value)
             rows.append({"trial_id": trial_id, "attempt": attempt, "step": step,
                          "value": float(value) if finite else None,  # type: ignore[arg-type]
                          "metrics": jsonutil.dumps(dict(metrics)), "recorded_at": now,
-                         "telemetry": jsonutil.dumps(dict(telemetry[0]))
-                         if telemetry and telemetry[0] else None})
+                         "telemetry": jsonutil.optional(extra, 0),
+                         "dimensionality": jsonutil.optional(extra, 1)})
             points.append((step, value))
         if not rows:
             return
@@ -483,7 +483,8 @@ class SqlStore(Store):
                     by_trial[m.trial_id].append(Measurement(
                         step=m.step, value=m.value, metrics=jsonutil.loads_metrics(m.metrics),
                         attempt=m.attempt, recorded_at=m.recorded_at,
-                        telemetry=jsonutil.loads_metrics(m.telemetry) if m.telemetry else {}))
+                        telemetry=jsonutil.loads_optional(m.telemetry),
+                        dimensionality=jsonutil.loads_optional(m.dimensionality)))
             configs = jsonutil.loads_many([r[4] for r in rows])
             arms = jsonutil.loads_many([r[5] for r in rows])
             return [_trial_record_of(r, config, arm, tuple(by_trial[r[0]]))

@@ -178,6 +178,23 @@ class StoreContract:
         assert all("step_time_s" not in m.metrics for m in trial.measurements)
         assert (trial.best_value, trial.last_step) == (0.4, 3)
 
+    def test_dimensionality_is_kept_per_step_and_layer_apart_from_the_rest(self, store: Store
+                                                                           ) -> None:
+        study = new_study(store)
+        t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
+        measured = {"source": "probe", "layers": {
+            "fc1": {"participation_ratio": 7.25, "stable_rank": 3.5},
+            "blocks.0.attn": {"participation_ratio": 1.0, "stable_rank": 1.0}}}
+        store.record_measurements(t.id, 1, "min", [
+            (1, *loss(0.9), {"step_time_s": 0.25}, measured),
+            (2, *loss(0.5), {}),  # telemetry but nothing measured
+            (3, *loss(0.4), {}, {}),
+        ])
+        [trial] = store.get_trials("s", measurements=True)
+        assert [dict(m.dimensionality) for m in trial.measurements] == [measured, {}, {}]
+        assert dict(trial.measurements[0].telemetry) == {"step_time_s": 0.25}
+        assert all("layers" not in m.metrics for m in trial.measurements)
+
     def test_a_seed_repeat_keeps_the_trial_it_repeats_across_attempts(self, store: Store
                                                                       ) -> None:
         study = new_study(store)

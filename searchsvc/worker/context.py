@@ -14,6 +14,8 @@ from typing import Any
 META_KEY = "__searchsvc__"  # reserved config key the runner uses to tell the wrapper its trial
 # Reserved result key: the step's telemetry (worker/telemetry.py), never one of the metrics.
 TELEMETRY_KEY = "searchsvc_telemetry"
+# Reserved result key: the dimensionality sdk.watch measured since the last report.
+DIMENSIONALITY_KEY = "searchsvc_dimensionality"
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class TrialContext:
     # go through ``ray.train``; the trial's metrics and checkpoint are rank 0's.
     rank: int | None = None
     world_size: int = 1
+    # The study file's ``dimensionality`` section ({"every": "auto" | N, "until": ...}) that
+    # sdk.watch follows; None outside a study.
+    dimensionality: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 _current: TrialContext | None = None

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from searchsvc.worker import dimensionality
 from searchsvc.worker.context import (
     TELEMETRY_KEY,
     TrialContext,
@@ -167,6 +168,7 @@ def probe(config: dict[str, Any], settings: Any, steps: int, submitted_at: float
             warm_first_s = _warm_run(settings, user_config, meta, paths)
     finally:
         set_current(None)
+        dimensionality.close_all()
         hook, _hook = _hook, None
     measured = None if "first_seconds" not in hook else {
         "overfit_losses": hook["overfit_losses"], "num_classes": hook["num_classes"],

@@ -4,7 +4,7 @@ checkpoint save/restore. A plain Ray Tune function trainable needs none of them.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -73,6 +73,24 @@ def _ray_api() -> Any:
     return tune
 
 
+def watch(model: Any, probe: Any = None, every: int | None = None,
+          layers: Sequence[Any] | None = None) -> Any:
+    """Measure ``model``'s representation dimensionality through the trial: each watched
+    layer's participation ratio and stable rank (every ``nn.Linear`` and ``nn.Conv*`` layer by
+    default, or the modules or ``named_modules()`` names in ``layers``, attention outputs
+    included), on the fixed ``probe`` batch (a tensor, a tuple of inputs, or a mapping of keyword
+    inputs; no gradients, the model's mode restored) or else on the training batch. ``every``:
+    training forward passes between measurements; None takes the study file's
+    ``dimensionality.every``, adaptive by default (at most 5% of the training time). The
+    measurements ride with the next report and land in the report's ``dimensionality``
+    section; see :mod:`searchsvc.worker.dimensionality` for the definitions. Raises
+    ObjectiveError for a model with no layer to watch, an unknown layer, a probe the model
+    rejects (naming the layer and the shapes) or a bad ``every``."""
+    from searchsvc.worker import dimensionality
+
+    return dimensionality.watch(model, probe=probe, every=every, layers=layers)
+
+
 def data_loader(iterable: Iterable[T]) -> Iterable[T]:
     """Wrap the iterable a training loop takes its batches from (a torch ``DataLoader``, a
     generator, a list): it yields the same items, and the trial's telemetry records the time
@@ -102,6 +120,7 @@ def run_locally(objective: Callable[[dict[str, Any]], Any], config: Mapping[str,
     """Run ``objective(config)`` in this process without Ray, as one trial would run, and return
     what it reported (a returned value counts as its last report). For debugging an objective
     and for benchmarks that measure a search algorithm alone; no checkpoints are kept."""
+    from searchsvc.worker import dimensionality
     from searchsvc.worker.context import returned_metrics, set_current
 
     reports: list[dict[str, Any]] = []
@@ -114,6 +133,7 @@ def run_locally(objective: Callable[[dict[str, Any]], Any], config: Mapping[str,
             reports.append(returned_metrics(returned, metric))
     finally:
         set_current(None)
+        dimensionality.close_all()
     return reports
 
 

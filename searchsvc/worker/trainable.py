@@ -8,7 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from searchsvc.worker import dimensionality
 from searchsvc.worker.context import (
+    DIMENSIONALITY_KEY,
     TELEMETRY_KEY,
     TrialContext,
     current,
@@ -49,6 +51,8 @@ class TrialSettings:
     # The objective itself when it was given as a function (pickled by value when it lives
     # where a worker cannot import it, such as a notebook); None: imported by name.
     function: Callable[..., Any] | None = None
+    # The study file's ``dimensionality`` section, which sdk.watch follows.
+    dimensionality: tuple[tuple[str, Any], ...] = ()
 
     def give(self) -> None:
         """Make this process resolve the study's objective to the given function, if any."""
@@ -68,7 +72,7 @@ def run_trial(config: dict[str, Any], settings: TrialSettings, *, rank: int | No
         study=settings.study, number=int(meta.get("number", 0)), seed=int(meta.get("seed", 0)),
         max_steps=settings.max_steps, metric=settings.metric, mode=settings.mode,
         keep_checkpoints=settings.keep_checkpoints, telemetry=telemetry, rank=rank,
-        world_size=world_size,
+        world_size=world_size, dimensionality=dict(settings.dimensionality),
     ))
     try:
         backend = settings.backend(
@@ -78,6 +82,7 @@ def run_trial(config: dict[str, Any], settings: TrialSettings, *, rank: int | No
         backend.run(user_config)
     finally:
         set_current(None)
+        dimensionality.close_all()
         telemetry.close()
 
 
@@ -112,6 +117,9 @@ def _with_telemetry(original: Callable[..., Any]) -> Callable[..., Any]:
         telemetry = current().telemetry
         if telemetry is not None and TELEMETRY_KEY not in metrics:
             metrics = {**metrics, TELEMETRY_KEY: telemetry.step()}
+        measured = dimensionality.take()
+        if measured:
+            metrics = {**metrics, DIMENSIONALITY_KEY: measured}
         started = time.perf_counter()
         try:
             return original(metrics, *args, **kwargs)
