@@ -37,7 +37,7 @@ def _epoch(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
         loss = nn.functional.cross_entropy(model(x[index]), y[index])
         loss.backward()
         optimizer.step()
-        total += float(loss) * len(index)
+        total += loss.item() * len(index)
     return total / len(x)
 
 
@@ -70,11 +70,11 @@ def collapsing(config: dict) -> None:
     model = nn.Sequential()
     model.add_module("fc1", nn.Linear(64, int(config["width"])))
     model.add_module("act", nn.ReLU())
-    model.add_module("fc2", nn.Linear(int(config["width"]), 16))
+    model.add_module("fc2", nn.Linear(int(config["width"]), 64))
     model.add_module("act2", nn.ReLU())
-    model.add_module("head", nn.Linear(16, 10))
+    model.add_module("head", nn.Linear(64, 10))
     sdk.watch(model, every=int(config.get("every", 2)))
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
     generator = torch.Generator().manual_seed(sdk.trial_context().seed)
     score = float(np.random.default_rng(sdk.trial_context().seed + 12345).normal())
     kill_at = int(config.get("kill_at", 0))

@@ -14,6 +14,11 @@ from searchsvc.analysis.boundary import (
 )
 from searchsvc.analysis.compare import Comparison, compare
 from searchsvc.analysis.curves import CurveDiagnosis, diagnose_best
+from searchsvc.analysis.dimensionality import (
+    DimensionalityAnalysis,
+    study_dimensionality,
+    training_loss_metric,
+)
 from searchsvc.analysis.importance import parameter_importance
 from searchsvc.analysis.isolation import VERDICT_DIFFERS, VERDICT_WITHIN_NOISE, Isolation, isolate
 from searchsvc.analysis.next_study import NextStudy, suggest_for_objectives, suggest_next_study
@@ -47,6 +52,9 @@ class StudyAnalysis:
     objectives: ParetoAnalysis | None = None
     # Per-trial telemetry summaries, GPU-hours and the diagnoses drawn from them.
     telemetry: StudyTelemetry | None = None
+    # What sdk.watch measured: layer curves, collapses, the early signal, transitions (None:
+    # no trial measured any).
+    dimensionality: DimensionalityAnalysis | None = None
 
 
 def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
@@ -83,10 +91,15 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
                         f"{comparison.detail}.")
     telemetry = study_telemetry(trials, spec.resources.gpu, spec.resources.worker_count)
     findings += [d + "." for d in telemetry.findings]
+    dimensionality = study_dimensionality(trials, spec.metric, spec.mode, seed=spec.seed,
+                                          loss_metric=training_loss_metric(trials))
+    if dimensionality is not None:
+        findings += dimensionality.findings
     findings += outage_findings(events)
     return StudyAnalysis(summary, tuple(boundaries), tuple(isolation), tuple(curves),
                          importance, tuple(rungs(search, events)), tuple(lineage(events)),
-                         tuple(findings), next_study, noise, comparison, objectives, telemetry)
+                         tuple(findings), next_study, noise, comparison, objectives, telemetry,
+                         dimensionality)
 
 
 def _next_study(spec: StudySpec, search: Sequence[TrialRecord],

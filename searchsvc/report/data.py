@@ -85,6 +85,9 @@ def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
         "findings": list(analysis.findings),
         # per-trial summaries of the workers' telemetry, GPU-hours and the diagnoses
         "telemetry": analysis.telemetry.as_dict() if analysis.telemetry else None,
+        # what sdk.watch measured (analysis/dimensionality.py; null: nothing was)
+        "dimensionality": analysis.dimensionality.as_dict() if analysis.dimensionality
+        else None,
         "next_study": analysis.next_study.text,
         "next_study_changes": list(analysis.next_study.changes),
         # preflight's checks, timing and cost estimate (null: the study ran without it)

@@ -47,6 +47,7 @@ def report_figures(plots: ReportPlots) -> dict[str, list[tuple[str, go.Figure]]]
                             _keyed(plots.parallel, parallel_figure)),
         "scheduler": drawn(_keyed(plots.rungs, rung_figure),
                            _keyed(plots.lineage, lineage_figure)),
+        "dimensionality": [(p.key, curve_figure(p)) for p in plots.dimensionality],
     }
 
 

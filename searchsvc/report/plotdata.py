@@ -235,6 +235,7 @@ class ReportPlots:
     lineage: LineagePlot | None
     pareto: ParetoPlot | None = None
     hypervolume: HypervolumePlot | None = None
+    dimensionality: tuple[CurvePlot, ...] = ()  # one per watched layer
 
 
 def report_plots(spec: StudySpec, trials: Sequence[TrialRecord],
@@ -251,7 +252,41 @@ def report_plots(spec: StudySpec, trials: Sequence[TrialRecord],
         lineage=lineage_plot(trials, analysis),
         pareto=pareto_plot(analysis),
         hypervolume=hypervolume_plot(analysis),
+        dimensionality=dimensionality_plots(spec, search, analysis),
     )
+
+
+DIMENSIONALITY_BEST = 5  # the best trials drawn in each layer's dimensionality plot
+
+
+def dimensionality_plots(spec: StudySpec, search: Sequence[TrialRecord],
+                         analysis: StudyAnalysis) -> tuple[CurvePlot, ...]:
+    """Each watched layer's participation ratio over the steps of the best search trials and
+    of every collapsed trial (named so), one plot per layer."""
+    dims = analysis.dimensionality
+    if dims is None:
+        return ()
+    collapsed = dims.collapsed_numbers()
+    best = [t.number for t in ranked(search, spec.mode)[:DIMENSIONALITY_BEST]]
+    shown = list(dict.fromkeys([*best, *sorted(collapsed)]))
+    layers = list(dict.fromkeys(name for t in dims.trials for name in t.layers))
+    plots = []
+    for index, layer in enumerate(layers):
+        lines = []
+        for number in shown:
+            points = dims.curves(number).get(layer)
+            if not points:
+                continue
+            what = "collapsed" if number in collapsed else f"best #{best.index(number) + 1}"
+            lines.append(CurveLine(name=f"trial {number} ({what})",
+                                   steps=tuple(s for s, _ in points),
+                                   values=tuple(v for _, v in points), best=None, best_text=""))
+        if lines:
+            plots.append(CurvePlot(
+                key=f"dimensionality-{index}",
+                title=f"Layer {layer!r}: participation ratio of its activations",
+                x_label="step", y_label="participation ratio", lines=tuple(lines)))
+    return tuple(plots)
 
 
 def pareto_plot(analysis: StudyAnalysis) -> ParetoPlot | None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from searchsvc.analysis.dimensionality import columns_of, trial_dimensionality
 from searchsvc.analysis.telemetry import trial_telemetry
 from searchsvc.core import TrialRecord
 
@@ -41,7 +42,11 @@ def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any
     measured = any(m.telemetry for t in trials for m in t.measurements)
     summaries = {t.number: trial_telemetry(t) for t in trials} if measured else {}
     telemetry = list(TELEMETRY_COLUMNS) if measured else []
-    header = [*fixed, *(f"final_{m}" for m in metrics), *telemetry, *params, "error"]
+    # Each watched layer's early and last dimensionality (analysis/dimensionality.py).
+    dims = {t.number: columns_of(trial_dimensionality(t)) for t in trials}
+    dim_columns = list(dict.fromkeys(c for d in dims.values() for c in d))
+    header = [*fixed, *(f"final_{m}" for m in metrics), *telemetry, *dim_columns, *params,
+              "error"]
     rows = []
     for t in trials:
         summary = summaries.get(t.number)
@@ -55,6 +60,7 @@ def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any
             *(t.final_metrics.get(m) for m in metrics),
             *(_rounded(getattr(summary, c)) if summary and summary.steps else None
               for c in telemetry),
+            *(dims[t.number].get(c) for c in dim_columns),
             *(t.config.get(p) for p in params),
             error[-1] if error else None,
         ])
