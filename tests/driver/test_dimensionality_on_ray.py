@@ -17,21 +17,17 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import signal
-import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from searchsvc import usecases
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_RUNNING
+from searchsvc.core import TRIAL_COMPLETED
 from searchsvc.driver import RunOptions
-from searchsvc.store import SqlStore, open_store
+from searchsvc.store import open_store
+from tests.killed import kill_and_resume
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,40 +75,14 @@ def bottleneck(tmp_path_factory: pytest.TempPathFactory, ray_local) -> dict[str,
             "trials": store.get_trials("bottleneck", measurements=True)}
 
 
-def searchsvc(*args: str, home: Path, cwd: Path, **kwargs: Any) -> subprocess.Popen:
-    env = {**os.environ, "SEARCHSVC_HOME": str(home),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    return subprocess.Popen([sys.executable, "-m", "searchsvc.cli", *args], env=env, cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
-
-
 @pytest.fixture(scope="module")
 def collapsing(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Run from the command line, killed (driver and Ray) once two trials have completed and
     another has reported, then resumed to the end."""
     folder = tmp_path_factory.mktemp("collapsing")
-    home = folder / "home"
     (folder / "study.yaml").write_text(textwrap.dedent(COLLAPSING))
-    store = SqlStore(f"sqlite:///{home / 'searchsvc.db'}")
-    proc = searchsvc("run", "study.yaml", "--num-cpus", "2", "--no-preflight", home=home,
-                     cwd=folder, start_new_session=True)
-    deadline = time.monotonic() + 240
-    while True:
-        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-        assert time.monotonic() < deadline, "the study did not progress in time"
-        try:
-            trials = store.get_trials("collapsing")
-        except Exception:
-            trials = []
-        done = sum(t.state == TRIAL_COMPLETED for t in trials)
-        if done >= 2 and any(t.state == TRIAL_RUNNING and t.last_step for t in trials):
-            break
-        time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=60)
-    resume = searchsvc("resume", "collapsing", "--num-cpus", "2", home=home, cwd=folder)
-    output, _ = resume.communicate(timeout=400)
-    assert resume.returncode == 0, output
+    store, output = kill_and_resume(folder, "collapsing", start_timeout_s=240,
+                                    resume_timeout_s=400)
     study = store.get_study("collapsing")
     results = Path(study.results_dir or "")
     return {"report": json.loads((results / "report.json").read_text()), "output": output,

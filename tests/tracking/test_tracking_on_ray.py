@@ -8,10 +8,6 @@ from __future__ import annotations
 
 import io
 import logging
-import os
-import signal
-import subprocess
-import sys
 import textwrap
 import time
 from dataclasses import dataclass
@@ -23,11 +19,12 @@ from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
 from searchsvc import usecases
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_RUNNING, TrialRecord
+from searchsvc.core import TrialRecord
 from searchsvc.driver import RunOptions
 from searchsvc.store import SqlStore
 from searchsvc.tracking.wandb_records import RunFile, run_files
 from searchsvc.usecases import validate as validate_file
+from tests.killed import kill_and_resume
 from tests.tracking.test_tensorboard_tracker import Logs
 
 pytestmark = pytest.mark.slow
@@ -68,42 +65,14 @@ class Resumed:
     trials: dict[int, TrialRecord]  # the store's, with their measurements
 
 
-def searchsvc(*args: str, home: Path, cwd: Path, **kwargs) -> subprocess.Popen:
-    env = {**os.environ, "SEARCHSVC_HOME": str(home)}
-    return subprocess.Popen([sys.executable, "-m", "searchsvc.cli", *args], env=env, cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs)
-
-
 @pytest.fixture(scope="module")
 def resumed(tmp_path_factory: pytest.TempPathFactory) -> Resumed:
     """The study run from the command line, killed (SIGKILL, driver and Ray) once two trials
     have completed and another has reported, and resumed to the end."""
     folder = tmp_path_factory.mktemp("tracked")
-    home = folder / "home"
     (folder / "tracked_objective.py").write_text(textwrap.dedent(OBJECTIVE))
     (folder / "study.yaml").write_text(textwrap.dedent(SPEC))
-    store = SqlStore(f"sqlite:///{home / 'searchsvc.db'}")
-
-    proc = searchsvc("run", "study.yaml", "--num-cpus", "2", "--no-preflight", home=home,
-                     cwd=folder, start_new_session=True)
-    deadline = time.monotonic() + 180
-    while True:
-        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-        assert time.monotonic() < deadline, "the study did not progress in time"
-        try:
-            trials = store.get_trials("tracked-on-ray")
-        except Exception:
-            trials = []
-        done = sum(t.state == TRIAL_COMPLETED for t in trials)
-        if done >= 2 and any(t.state == TRIAL_RUNNING and t.last_step for t in trials):
-            break
-        time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate(timeout=60)
-
-    resume = searchsvc("resume", "tracked-on-ray", "--num-cpus", "2", home=home, cwd=folder)
-    output, _ = resume.communicate(timeout=300)
-    assert resume.returncode == 0, output
+    store, output = kill_and_resume(folder, "tracked-on-ray")
     assert "warning" not in output.lower(), output
     study = store.get_study("tracked-on-ray")
     assert study.state == "completed"
