@@ -18,10 +18,11 @@ wide convolution's map costs ``N² D``, not ``D³``; a batch of ``N`` examples c
 A measurement runs on the fixed ``probe`` batch when given (no gradients, in eval mode, the
 model's mode restored after: comparable across steps and trials), else on the training batch the
 forward pass just processed. ``every`` counts training forward passes (the watched model called
-in training mode). By default it is adaptive: the first training forward pass is always measured,
-then each measurement waits until the measurements so far cost at most
-:data:`BUDGET_FRACTION` of the training time since the watch began (both timed here), which
-spaces them by the measured cost of one measurement over that of one training step.
+in training mode): the first is always measured, then with ``every: N`` passes 1 + N, 1 + 2N,
+... By default the spacing is adaptive: a pass is measured when all the measurements so far,
+this one included (at the mean cost of those taken), fit in :data:`BUDGET_FRACTION` of the
+training time since the watch began (both timed here, the measurements' time left out of the
+training time); that spaces them by the cost of one measurement over that of one training step.
 
 Measurements travel to the driver with the trial's next report (``sdk.report``, or
 ``ray.tune.report`` / ``ray.train.report`` in Ray-native objectives) under
@@ -143,6 +144,8 @@ def _first_tensor(output: Any) -> Any:
 class Watcher:
     """One watched model: its hooks, schedule and the measurements not yet reported."""
 
+    clock = staticmethod(time.perf_counter)  # what the adaptive spacing times with
+
     def __init__(self, model: Any, probe: Any, layers: Mapping[str, Any], schedule: Schedule):
         self.model, self.probe, self.layers, self.schedule = model, probe, layers, schedule
         self.source = "probe" if probe is not None else "train"
@@ -152,7 +155,7 @@ class Watcher:
         self.disabled = False
         self.forwards = 0
         self.reports = 0
-        self.started = time.perf_counter()
+        self.started = self.clock()
         self.spent = 0.0  # seconds spent measuring
         self.measured = 0  # measurements taken
         self.pending: dict[str, dict[str, float]] = {}
@@ -181,7 +184,7 @@ class Watcher:
             return
         if self.probe is not None and not self._due():
             return
-        started = time.perf_counter()
+        started = self.clock()
         try:
             self._measure()
         except Exception as exc:  # never fail the trial for a measurement
@@ -191,7 +194,7 @@ class Watcher:
         finally:
             self.capturing = False
             self.captured = {}
-            self.spent += time.perf_counter() - started
+            self.spent += self.clock() - started
 
     def _due(self) -> bool:
         if self.disabled or (self.schedule.until is not None
@@ -201,7 +204,7 @@ class Watcher:
             return True
         if self.schedule.every is not None:
             return (self.forwards - 1) % self.schedule.every == 0
-        training = time.perf_counter() - self.started - self.spent
+        training = self.clock() - self.started - self.spent
         cost = self.spent / max(1, self.measured)
         return self.spent + cost <= BUDGET_FRACTION * training
 

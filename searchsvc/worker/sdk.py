@@ -119,13 +119,20 @@ def run_locally(objective: Callable[[dict[str, Any]], Any], config: Mapping[str,
                 number: int = 0) -> list[dict[str, Any]]:
     """Run ``objective(config)`` in this process without Ray, as one trial would run, and return
     what it reported (a returned value counts as its last report). For debugging an objective
-    and for benchmarks that measure a search algorithm alone; no checkpoints are kept."""
+    and for benchmarks that measure a search algorithm alone; no checkpoints are kept. What
+    :func:`watch` measured rides with each report under ``DIMENSIONALITY_KEY``, as it does to
+    the driver."""
     from searchsvc.worker import dimensionality
-    from searchsvc.worker.context import returned_metrics, set_current
+    from searchsvc.worker.context import DIMENSIONALITY_KEY, returned_metrics, set_current
 
     reports: list[dict[str, Any]] = []
+
+    def keep(metrics: dict[str, Any]) -> None:
+        measured = dimensionality.take()
+        reports.append({**metrics, DIMENSIONALITY_KEY: measured} if measured else metrics)
+
     set_current(TrialContext(number=number, seed=seed, max_steps=max_steps, metric=metric,
-                             reporter=reports.append))
+                             reporter=keep))
     try:
         seed_everything()
         returned = objective(dict(config))

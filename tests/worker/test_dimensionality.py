@@ -5,7 +5,6 @@ bad input's message."""
 
 from __future__ import annotations
 
-import time
 import warnings
 from collections.abc import Iterator
 
@@ -130,19 +129,34 @@ def test_until_stops_measuring_after_that_many_reported_steps() -> None:
     assert found == [True, True, False, False, False]  # 10% of 20 steps
 
 
-def test_adaptive_spacing_keeps_measuring_under_the_budget() -> None:
-    model = nn.Sequential(nn.Linear(8, 256), nn.ReLU(), nn.Linear(256, 256))
-    watcher = sdk.watch(model, probe=torch.randn(256, 8))
+def test_adaptive_spacing_keeps_measuring_within_the_budget(monkeypatch) -> None:
+    # A clock the test moves: a training step takes 0.1 s, a measurement 0.1554 s (0.0777 a
+    # layer), so measurements at most 5% of the training time come every 31.08 steps.
+    now = [0.0]
+    monkeypatch.setattr(dimensionality.Watcher, "clock", staticmethod(lambda: now[0]))
+    real = dimensionality.measure
+
+    def timed(tensor: torch.Tensor) -> tuple[float, float]:
+        now[0] += 0.0777
+        return real(tensor)
+
+    monkeypatch.setattr(dimensionality, "measure", timed)
+    model = mlp()
+    watcher = sdk.watch(model, probe=torch.randn(64, 8))
     assert watcher is not None
-    started = time.perf_counter()
-    for _ in range(300):
+    measured_at = []
+    for step in range(1, 401):
+        now[0] += 0.1
         model(torch.randn(4, 8))
-        time.sleep(0.002)  # a training step much cheaper than a measurement
-    elapsed = time.perf_counter() - started
-    assert 2 <= watcher.measured < 300
-    # the first measurement is always taken; after it, the budget holds
-    first = watcher.spent / watcher.measured
-    assert watcher.spent - first <= BUDGET_FRACTION * elapsed + first
+        if dimensionality.take():
+            measured_at.append(step)
+    training = 400 * 0.1
+    assert measured_at[0] == 1  # the first pass, whatever it costs
+    assert watcher.spent == pytest.approx(0.1554 * len(measured_at))
+    # The first one counts too: the second waits until both fit in 5% (6.216 s of training).
+    assert measured_at[1] == 63 and watcher.spent <= BUDGET_FRACTION * training
+    gaps = {b - a for a, b in zip(measured_at[1:], measured_at[2:], strict=False)}
+    assert gaps == {31} and len(measured_at) == 12  # no wider than the budget needs
 
 
 def test_measurements_ride_with_a_ray_report_under_their_own_key() -> None:
@@ -205,3 +219,16 @@ def test_the_study_files_schedule_is_followed_unless_the_call_sets_every() -> No
     assert schedule_from("auto", "off", 10) == dimensionality.Schedule(None, None)
     assert schedule_from(5, 0.25, 10) == dimensionality.Schedule(5, 3)
     assert schedule_from(None, 4, None) == dimensionality.Schedule(None, 4)
+
+
+def test_run_locally_returns_each_reports_measurements_under_their_key() -> None:
+    def objective(config: dict) -> None:
+        model = mlp()
+        sdk.watch(model, every=2)
+        for step in range(3):
+            model(torch.randn(16, 8))
+            sdk.report({"loss": 1.0 / (step + 1)})
+
+    reports = sdk.run_locally(objective, {})
+    assert [DIMENSIONALITY_KEY in r for r in reports] == [True, False, True]
+    assert [r["loss"] for r in reports] == [1.0, 0.5, pytest.approx(1 / 3)]
