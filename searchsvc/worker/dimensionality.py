@@ -94,12 +94,18 @@ def schedule_from(every: Any, until: Any, max_steps: int | None) -> Schedule:
     return Schedule(count, int(until))
 
 
-def pick_layers(model: Any, layers: Sequence[Any] | None) -> dict[str, Any]:
+def pick_layers(model: Any, layers: Sequence[Any] | Mapping[str, Any] | None
+                ) -> dict[str, Any]:
     """The layers to watch, by their ``named_modules()`` names: every Linear and Conv layer, or
-    the modules (or names) in ``layers``. ObjectiveError naming what is wrong."""
+    the modules (or names) in ``layers``; a mapping names them itself ({"head": model.fc}: the
+    same name for the same role across architectures whose module paths differ).
+    ObjectiveError naming what is wrong."""
     import torch.nn as nn
 
     named = dict(model.named_modules())
+    if isinstance(layers, Mapping):
+        return {str(alias): next(iter(pick_layers(model, [layer]).values()))
+                for alias, layer in layers.items()}
     if layers is None:
         found = {name: m for name, m in named.items()
                  if isinstance(m, nn.Linear | nn.Conv1d | nn.Conv2d | nn.Conv3d) and name}
@@ -312,7 +318,7 @@ def _inner(model: Any) -> Any:
 
 
 def watch(model: Any, probe: Any = None, every: int | None = None,
-          layers: Sequence[Any] | None = None) -> Watcher | None:
+          layers: Sequence[Any] | Mapping[str, Any] | None = None) -> Watcher | None:
     """Watch ``model``'s representation dimensionality for the rest of the trial (module
     docstring). ``every=None`` takes the study file's ``dimensionality.every`` (adaptive by
     default); ``until`` comes from the study file. Returns the watcher (None on a data-parallel

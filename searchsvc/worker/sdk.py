@@ -74,12 +74,14 @@ def _ray_api() -> Any:
 
 
 def watch(model: Any, probe: Any = None, every: int | None = None,
-          layers: Sequence[Any] | None = None) -> Any:
+          layers: Sequence[Any] | Mapping[str, Any] | None = None) -> Any:
     """Measure ``model``'s representation dimensionality through the trial: each watched
     layer's participation ratio and stable rank (every ``nn.Linear`` and ``nn.Conv*`` layer by
     default, or the modules or ``named_modules()`` names in ``layers``, attention outputs
-    included), on the fixed ``probe`` batch (a tensor, a tuple of inputs, or a mapping of keyword
-    inputs; no gradients, the model's mode restored) or else on the training batch. ``every``:
+    included; a mapping gives them names of your own, e.g. ``{"head": model.fc}``, to compare
+    the same role across architectures), on the fixed ``probe`` batch (a tensor, a tuple of
+    inputs, or a mapping of keyword inputs; no gradients, the model's mode restored) or else on
+    the training batch. ``every``:
     training forward passes between measurements; None takes the study file's
     ``dimensionality.every``, adaptive by default (at most 5% of the training time). The
     measurements ride with the next report and land in the report's ``dimensionality``

@@ -110,6 +110,18 @@ CASES: list[tuple[str, str, int | None, str, str, str | None]] = [
     ("workers-on-keras", HEAD + "backend: keras_tuner\nresources: {workers: 2}\n"
      "budget: {trials: 4}\nparameters: {x: {low: 0, high: 1}}\n", 6, "resources.workers",
      "`workers` needs backend 'ray'", "2"),
+    ("dimensionality-every-zero", HEAD + "dimensionality: {every: 0}\nbudget: {trials: 4}\n"
+     "parameters: {x: {low: 0, high: 1}}\n", 5, "dimensionality.every",
+     "must be `auto` or a positive whole number", "0"),
+    ("dimensionality-until-negative", HEAD + "dimensionality: {until: -0.5}\n"
+     "budget: {trials: 4}\nparameters: {x: {low: 0, high: 1}}\n", 5, "dimensionality.until",
+     "must be `off`, a fraction of max_steps", "-0.5"),
+    ("dimensionality-unknown-key", HEAD + "dimensionality: {evry: 5}\nbudget: {trials: 4}\n"
+     "parameters: {x: {low: 0, high: 1}}\n", 5, "dimensionality.evry",
+     "unknown field (did you mean 'every'?)", None),
+    ("dimensionality-on-keras", HEAD + "backend: keras_tuner\ndimensionality: {every: 5}\n"
+     "budget: {trials: 4}\nparameters: {x: {low: 0, high: 1}}\n", 6, "dimensionality",
+     "measured by sdk.watch in PyTorch objectives", None),
     ("grid-continuous", HEAD + "searcher: grid\nparameters:\n  x: {low: 0.0, high: 1.0}\n", 7,
      "parameters.x", "grid search needs discrete values", None),
     ("fewer-trials-than-arms", HEAD + "budget: {trials: 2}\nparameters:\n"

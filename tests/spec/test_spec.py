@@ -82,3 +82,14 @@ def test_validate_accepts_every_shipped_space(capsys) -> None:
     spaces = sorted(str(p) for p in (ROOT / "spaces").glob("*.yaml"))
     assert main(["validate", *spaces]) == 0
     assert capsys.readouterr().out.count(": ok") == len(spaces)
+
+
+def test_the_dimensionality_section_defaults_to_adaptive_through_the_whole_trial() -> None:
+    head = ("study: d\nobjective: objectives.synthetic:playbook\nmetric: val_loss\nmode: min\n"
+            "budget: {trials: 4, max_steps: 20}\nparameters: {x: {low: 0, high: 1}}\n")
+    default = parse_spec(head).dimensionality
+    assert (default.every, default.until) == ("auto", "off")
+    given = parse_spec(head + "dimensionality: {every: 5, until: 0.25}\n").dimensionality
+    assert dict(given.settings()) == {"every": 5, "until": 0.25}
+    assert parse_spec(head + "dimensionality: {until: off}\n").dimensionality.until == "off"
+    assert parse_spec(head + "dimensionality: {until: 3}\n").dimensionality.until == 3

@@ -5,6 +5,7 @@ bad input's message."""
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Iterator
 
@@ -91,6 +92,17 @@ def test_layers_picks_any_module_an_attention_output_included() -> None:
     assert set(dimensionality.take()["layers"]) == {"attn", "out"}
 
 
+def test_a_mapping_names_the_layers_the_same_across_architectures() -> None:
+    for depth in (1, 3):
+        model = nn.Sequential(*[nn.Linear(8, 8) for _ in range(depth)], nn.Linear(8, 2))
+        sdk.watch(model, every=1, layers={"first": model[0], "head": str(depth)})
+        model(torch.randn(16, 8))
+        assert set(dimensionality.take()["layers"]) == {"first", "head"}
+        dimensionality.close_all()
+    with pytest.raises(ObjectiveError, match="no module 'nine'"):
+        sdk.watch(mlp(), layers={"head": "nine"})
+
+
 def test_a_fixed_probe_is_measured_without_gradients_and_the_mode_is_restored() -> None:
     model = mlp()
     probe = torch.randn(64, 8)
@@ -155,7 +167,7 @@ def test_adaptive_spacing_keeps_measuring_within_the_budget(monkeypatch) -> None
     assert watcher.spent == pytest.approx(0.1554 * len(measured_at))
     # The first one counts too: the second waits until both fit in 5% (6.216 s of training).
     assert measured_at[1] == 63 and watcher.spent <= BUDGET_FRACTION * training
-    gaps = {b - a for a, b in zip(measured_at[1:], measured_at[2:], strict=False)}
+    gaps = {b - a for a, b in itertools.pairwise(measured_at[1:])}
     assert gaps == {31} and len(measured_at) == 12  # no wider than the budget needs
 
 
