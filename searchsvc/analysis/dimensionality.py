@@ -610,6 +610,10 @@ class DimensionalityAnalysis:
     def _trial(self, number: int) -> TrialDimensionality | None:
         return next((t for t in self.trials if t.number == number), None)
 
+    def of(self, number: int) -> TrialDimensionality | None:
+        """Trial ``number``'s layer curves (None: it measured nothing)."""
+        return self._trial(number)
+
     def columns(self, number: int) -> dict[str, float]:
         """Trial ``number``'s columns for trials.csv (:func:`columns_of`)."""
         return columns_of(self._trial(number))

@@ -61,3 +61,30 @@ def test_a_study_started_without_preflight_says_so_in_its_preflight_section():
     section = page.split('<section id="preflight">', 1)[1].split("</section>", 1)[0]
     assert "Not run: started without preflight (--no-preflight)." in section
     assert "FAILED" not in section and "estimated wall time" not in section
+
+
+def test_the_dimensionality_section_draws_each_layer_and_tabulates_the_best_and_collapsed():
+    from dataclasses import replace
+
+    from searchsvc.core import Measurement
+
+    record, spec = study("min")
+    trials = make_trials(12)
+
+    def watched(t, width: float):
+        dims = [Measurement(m.step, m.value, m.metrics, m.attempt, dimensionality={
+            "source": "probe", "layers": {"enc": {"participation_ratio": width,
+                                                  "stable_rank": 1.0}}})
+                for m in t.measurements]
+        return replace(t, measurements=tuple(dims))
+
+    trials = [watched(t, 1.0 if t.number == 3 else 5.0 + t.number) for t in trials]
+    analysis = analyze(record, spec, trials)
+    assert analysis.dimensionality is not None
+    page = render_html(record, spec, analysis, report_plots(spec, trials, analysis))
+    assert re.findall(r'<section id="([a-z]+)">', page)[-2] == "dimensionality"
+    assert 'id="fig-dimensionality-0"' in page and "Layer \\u0027enc\\u0027" in page
+    assert '"name": "trial 3 (collapsed)"' in page  # drawn beside the best trials
+    assert "<td>3</td><td>enc</td><td>low</td>" in page  # the collapsed trial's row
+    best = analysis.summary.best_trials[0].number
+    assert f"<tr><td>{best}</td>" in page and f"{5.0 + best:g} → {5.0 + best:g}" in page
