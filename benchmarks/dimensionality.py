@@ -5,10 +5,11 @@ Everything runs in this process through :func:`searchsvc.sdk.run_locally` (the t
 code, without Ray), with torch on one thread as a 1-CPU trial has it:
 
 1. **Overhead**: the same training run without ``sdk.watch``, with it at the default (adaptive,
-   on a fixed probe batch) and at ``every: 5``, on the digits MLP (2 x 128 units, 10 epochs) and
+   on a fixed probe batch) and at ``every: 5``, on the digits MLP (2 x 128 units, 30 epochs) and
    on a CPU-sized ResNet (objectives/resnet_images.py, width 8, one block a stage, 2,048 images
    of 32 x 32, 4 epochs). The three variants run in rotated order per seed; the overhead is each
-   variant's wall time over the unwatched run's, median over seeds.
+   variant's time over the unwatched run's, median over seeds: the process's CPU time (which
+   other load on the machine barely moves; torch runs on one thread) and the wall time.
 2. **Early signal**: a random-search study per seed (digits MLP: depth 1-3, width 4-256 log,
    learning rate 1e-4 to 1e-1 log, 12 trials of 8 epochs; ResNet: width 2-16, depth 1-2,
    learning rate 1e-3 to 3e-1 log, 8 trials of 4 epochs), analysed by the report's own code
@@ -22,7 +23,7 @@ code, without Ray), with torch on one thread as a 1-CPU trial has it:
 it reaching a target sooner than ASHA alone, so it is not built on faith.
 
     .venv/bin/python benchmarks/dimensionality.py [--seeds 3] [--quick] [--json FILE]
-        [--figure docs/dimensionality.png]
+        [--parts overhead,signal,planted] [--figure docs/dimensionality.png]
 """
 
 from __future__ import annotations
@@ -136,22 +137,27 @@ def overhead(objective: Objective, seeds: int, steps: int) -> dict[str, Any]:
     for how in variants:  # warm up: data loaded and cached, code paths run once
         sdk.run_locally(objective, {"watch": how}, metric="val_error", max_steps=1)
     times: dict[str, list[float]] = {str(v): [] for v in variants}
+    cpu: dict[str, list[float]] = {str(v): [] for v in variants}
     measured: dict[str, list[int]] = {str(v): [] for v in variants}
     for seed in range(seeds):
         for shift in range(len(variants)):
             how = variants[(seed + shift) % len(variants)]
-            started = time.perf_counter()
+            started, cpu_started = time.perf_counter(), time.process_time()
             reports = sdk.run_locally(objective, {"watch": how}, metric="val_error",
                                       max_steps=steps, seed=seed)
             times[str(how)].append(time.perf_counter() - started)
+            cpu[str(how)].append(time.process_time() - cpu_started)
             measured[str(how)].append(sum(DIMENSIONALITY_KEY in r for r in reports))
-    base = statistics.median(times["None"])
-    return {"unwatched_s": base, **{
-        name: {"median_s": statistics.median(times[key]),
-               "overhead": statistics.median(t / u for t, u in zip(times[key], times["None"],
-                                                                   strict=True)) - 1,
-               "steps_measured": statistics.median(measured[key])}
-        for name, key in (("default", "auto"), ("every_5", "5"))}}
+    def ratio(values: dict[str, list[float]], key: str) -> float:
+        return statistics.median(t / u for t, u in zip(values[key], values["None"],
+                                                        strict=True)) - 1
+
+    return {"unwatched_s": statistics.median(times["None"]),
+            "unwatched_cpu_s": statistics.median(cpu["None"]), **{
+                name: {"median_s": statistics.median(times[key]),
+                       "overhead": ratio(times, key), "cpu_overhead": ratio(cpu, key),
+                       "steps_measured": statistics.median(measured[key])}
+                for name, key in (("default", "auto"), ("every_5", "5"))}}
 
 
 # -- 2. early signal --------------------------------------------------------------------------
@@ -277,19 +283,27 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer epochs (a smoke run)")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--figure", type=Path, default=None)
+    parser.add_argument("--parts", default="overhead,signal,planted",
+                        help="which of overhead, signal, planted to run")
     args = parser.parse_args()
     torch.set_num_threads(1)
     steps = {"mlp": 2 if args.quick else 10, "resnet": 1 if args.quick else 4}
+    parts = set(args.parts.split(","))
     started = time.perf_counter()
     out: dict[str, Any] = {"seeds": args.seeds}
-    out["overhead"] = {"digits_mlp": overhead(digits_mlp, args.seeds, steps["mlp"]),
-                       "resnet": overhead(small_resnet, args.seeds, steps["resnet"])}
-    out["early_signal"] = {
-        "digits_mlp": [early_signal(digits_mlp, DIGITS_SPACE, 12, 8 if not args.quick else 2,
-                                    s) for s in range(args.seeds)],
-        "resnet": [early_signal(small_resnet, RESNET_SPACE, 8, steps["resnet"], s)
-                   for s in range(args.seeds)]}
-    out["planted"] = planted(max(args.seeds, 5))
+    if "overhead" in parts:
+        out["overhead"] = {
+            "digits_mlp": overhead(digits_mlp, args.seeds, 3 * steps["mlp"]),
+            "resnet": overhead(small_resnet, args.seeds, steps["resnet"])}
+    if "signal" in parts:
+        out["early_signal"] = {
+            "digits_mlp": [early_signal(digits_mlp, DIGITS_SPACE, 12,
+                                        8 if not args.quick else 2, s)
+                           for s in range(args.seeds)],
+            "resnet": [early_signal(small_resnet, RESNET_SPACE, 8, steps["resnet"], s)
+                       for s in range(args.seeds)]}
+    if "planted" in parts:
+        out["planted"] = planted(max(args.seeds, 5))
     out["wall_s"] = time.perf_counter() - started
     print(markdown(out))
     if args.json:
@@ -299,15 +313,18 @@ def main() -> None:
 
 
 def markdown(out: dict[str, Any]) -> str:
-    lines = ["| model | unwatched (s) | default: overhead | steps measured | every 5: overhead "
-             "| steps measured |", "|---|---|---|---|---|---|"]
-    for name, o in out["overhead"].items():
-        lines.append(f"| {name} | {o['unwatched_s']:.2f} | {o['default']['overhead']:+.1%} | "
-                     f"{o['default']['steps_measured']:g} | {o['every_5']['overhead']:+.1%} | "
-                     f"{o['every_5']['steps_measured']:g} |")
+    lines = ["| model | unwatched: wall (s) / CPU (s) | default: CPU / wall overhead | "
+             "steps measured | every 5: CPU / wall overhead | steps measured |",
+             "|---|---|---|---|---|---|"]
+    for name, o in out.get("overhead", {}).items():
+        d, e = o["default"], o["every_5"]
+        lines.append(f"| {name} | {o['unwatched_s']:.2f} / {o['unwatched_cpu_s']:.2f} | "
+                     f"{d['cpu_overhead']:+.1%} / {d['overhead']:+.1%} | "
+                     f"{d['steps_measured']:g} | {e['cpu_overhead']:+.1%} / {e['overhead']:+.1%} "
+                     f"| {e['steps_measured']:g} |")
     lines += ["", "| study | seed | layer | Spearman | 95% CI | n | predicts |",
               "|---|---|---|---|---|---|---|"]
-    for name, rows in out["early_signal"].items():
+    for name, rows in out.get("early_signal", {}).items():
         for r in rows:
             ci = r["ci"] or [float("nan")] * 2
             rho = r["spearman"] if r["spearman"] is not None else float("nan")
@@ -315,7 +332,7 @@ def markdown(out: dict[str, Any]) -> str:
                          f"{ci[0]:+.2f} to {ci[1]:+.2f} | {r['n']} | {r['predicts']} |")
     lines += ["", "| network | config | planted | flagged as | flagged in |",
               "|---|---|---|---|---|"]
-    for r in out["planted"]["rows"]:
+    for r in out.get("planted", {}).get("rows", []):
         lines.append(f"| {r['network']} | {r['config']} | {'yes' if r['planted'] else 'no'} | "
                      f"{r['reason']} | {r['flagged']} of {r['seeds']} seeds |")
     lines.append(f"\nwall time {out['wall_s']:.0f} s")

@@ -33,6 +33,13 @@ least half the seeds.
     .venv/bin/python benchmarks/multifidelity.py --model mlp --equal trials \
         --searchers random,asha,hyperband,bohb
 
+``asha_stop_collapsed`` is asha with ``dimensionality: {stop_collapsed: true}``; with
+``--watch`` every trial (plain asha's too) watches its layers, so the two differ only in the
+stopping:
+
+    .venv/bin/python benchmarks/multifidelity.py --model mlp --equal trials --watch \
+        --searchers asha,asha_stop_collapsed --target 0.03
+
 ``--proposer random`` makes asha and hyperband propose random configurations like the random
 baseline (their default is quasi-random), which separates what early stopping gains from what
 the proposer does.
@@ -55,7 +62,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 SPACE = ROOT / "spaces" / "digits_asha.yaml"
-SEARCHERS = ("random", "quasi_random", "asha", "hyperband", "bohb")
+# asha_stop_collapsed: asha with dimensionality.stop_collapsed (run it with --watch, so that
+# plain asha's trials measure the same)
+SEARCHERS = ("random", "quasi_random", "asha", "hyperband", "bohb", "asha_stop_collapsed")
 FULL_BUDGET = ("random", "quasi_random")
 FULL_TRIALS = 24
 # Under --equal time the multi-fidelity searchers stop at the time limit, never at this count
@@ -75,7 +84,8 @@ CNN = """  model: {role: fixed, value: cnn}
 
 
 def run_one(searcher: str, seed: int, model: str = "cnn", trials: int = FULL_TRIALS,
-            time_limit_s: float | None = None, proposer: str | None = None) -> dict[str, Any]:
+            time_limit_s: float | None = None, proposer: str | None = None,
+            watch: bool = False) -> dict[str, Any]:
     from searchsvc.driver import RunOptions, create_study, run_study
     from searchsvc.store import SqlStore
     from searchsvc.usecases import validate_text
@@ -85,13 +95,18 @@ def run_one(searcher: str, seed: int, model: str = "cnn", trials: int = FULL_TRI
     if searcher not in FULL_BUDGET:
         chosen = f", proposer: {proposer}" if proposer and searcher != "bohb" else ""
         options = f"{{grace_period: 1, reduction_factor: 3{chosen}}}"
-    text = re.sub(r"(?m)^searcher: .*$", f"searcher: {searcher}", text)
+    base = "asha" if searcher == "asha_stop_collapsed" else searcher
+    text = re.sub(r"(?m)^searcher: .*$", f"searcher: {base}", text)
     text = re.sub(r"(?m)^searcher_options: .*$", f"searcher_options: {options}", text)
     text = re.sub(r"(?m)^seed: .*$", f"seed: {seed}", text)
     limit = f", time_limit_s: {time_limit_s:.1f}" if time_limit_s else ""
     text = re.sub(r"(?m)^budget: \{trials: \d+,", f"budget: {{trials: {trials}{limit},", text)
     if model == "cnn":
         text = text.rstrip("\n") + "\n" + CNN
+    if watch:
+        text = text.rstrip("\n") + "\n  watch: {role: fixed, value: true}\n"
+    if searcher == "asha_stop_collapsed":
+        text = text.rstrip("\n") + "\ndimensionality: {stop_collapsed: true}\n"
     with tempfile.TemporaryDirectory(prefix="multifidelity-") as tmp:
         store = SqlStore(f"sqlite:///{tmp}/store.sqlite")
         spec = validate_text(text, file=str(SPACE))
@@ -125,8 +140,8 @@ def within(run: dict[str, Any], budget_s: float = math.inf) -> dict[str, Any]:
 
 
 def measure(searcher: str, seed: int, model: str, trials: int = FULL_TRIALS,
-            time_limit_s: float | None = None, proposer: str | None = None
-            ) -> dict[str, Any]:
+            time_limit_s: float | None = None, proposer: str | None = None,
+            watch: bool = False) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, __file__, "--one", searcher, "--seed", str(seed), "--model",
                model, "--trials", str(trials)]
@@ -134,6 +149,8 @@ def measure(searcher: str, seed: int, model: str, trials: int = FULL_TRIALS,
         command += ["--time-limit", f"{time_limit_s:.1f}"]
     if proposer:
         command += ["--proposer", proposer]
+    if watch:
+        command.append("--watch")
     proc = subprocess.run(command, env=env, capture_output=True, text=True, timeout=1800)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
@@ -228,6 +245,9 @@ def main() -> None:
     parser.add_argument("--searchers", default=",".join(SEARCHERS))
     parser.add_argument("--proposer", choices=("random", "quasi_random"), default=None,
                         help="configs of asha and hyperband (default: their own, quasi_random)")
+    parser.add_argument("--watch", action="store_true",
+                        help="every trial watches its layers' dimensionality (sdk.watch); with "
+                             "asha_stop_collapsed, the fair baseline is asha --watch")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--tables-from", type=Path, default=None,
                         help="print the tables from this --json output instead of running")
@@ -238,7 +258,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.one:
         print("RESULT " + json.dumps(run_one(args.one, args.seed, args.model, args.trials,
-                                             args.time_limit, args.proposer)), flush=True)
+                                             args.time_limit, args.proposer, args.watch)),
+              flush=True)
         return
     searchers = args.searchers.split(",")
     # Full-budget searchers first, in FULL_BUDGET's order: the first one's wall time is the
@@ -257,7 +278,7 @@ def main() -> None:
             trials, limit = FULL_TRIALS, None
             if args.equal == "time" and searcher not in FULL_BUDGET and budget_s:
                 trials, limit = MANY_TRIALS, budget_s + START_ALLOWANCE_S
-            r = measure(searcher, seed, args.model, trials, limit, args.proposer)
+            r = measure(searcher, seed, args.model, trials, limit, args.proposer, args.watch)
             runs.setdefault(searcher, []).append(r)
             figures = within(r, math.inf if searcher in FULL_BUDGET else budget_s or math.inf)
             if searcher in FULL_BUDGET and budget_s is None and args.equal == "time":

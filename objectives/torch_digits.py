@@ -4,7 +4,8 @@ studies and architecture search.
 Config (all optional but ``learning_rate``): model (mlp|cnn), conv_layers and channels_<i>
 (cnn: 3x3 convolutions, the last followed by 2x2 max pooling), num_layers with units_<i> or
 hidden_units (the dense layers), activation (relu|tanh|gelu), dropout, optimizer (adam|sgd),
-momentum, weight_decay, batch_size. Layer indices start at 0.
+momentum, weight_decay, batch_size, watch (true: sdk.watch measures the layers'
+dimensionality on 256 fixed validation images). Layer indices start at 0.
 Reports train_loss, val_loss and val_error every epoch for ``budget.max_steps`` epochs, checkpoints
 through searchsvc's helper when the study keeps checkpoints, and resumes from one.
 """
@@ -69,6 +70,8 @@ def train(config: dict) -> None:
     x_train, y_train, x_val, y_val = (
         (t.pin_memory() if on_gpu else t).to(device, non_blocking=True) for t in load_data())
     model = build_model(config).to(device)
+    if config.get("watch"):  # the layers' dimensionality, on 256 fixed validation images
+        sdk.watch(model, probe=x_val[:256])
     optimizer = make_optimizer(config, model.parameters())
     loss_fn = nn.CrossEntropyLoss()
     # Mixed precision on a GPU (float16 matmuls, loss scaling against underflow); off on CPU.

@@ -738,3 +738,40 @@ def transitions_finding(found: Transitions, shown: int = 10) -> str:
     return (f"Dimensionality transitions found by a detector shown valid at this study's noise "
             f"({SIGMA} = {_g(found.noise or 0.0)}, median {found.length} measurements): "
             f"{listed}{rest}.")
+
+
+# -- while a trial runs ------------------------------------------------------------------------
+
+@dataclass
+class RunningCollapse:
+    """The collapse rules as a running trial can apply them (``dimensionality.stop_collapsed``):
+    each layer's early value is the largest measured within the first :data:`EARLY_FRACTION` of
+    ``max_steps`` (the trial's budget, as its reported steps are not all known yet); after that
+    window, a layer is collapsed when a measurement is below :data:`LOW` (``low``) or below
+    :data:`FELL` of its early value (``fell``). Unlike the report's ``fell``, the training
+    loss's later course cannot be known yet, so it is not checked: stopping acts on the fall
+    alone, which is why it is opt-in."""
+
+    max_steps: int
+    early: dict[str, float]
+
+    @property
+    def window_end(self) -> int:
+        return max(1, math.ceil(round(self.max_steps * EARLY_FRACTION, 9)))
+
+    def update(self, step: int, layers: Mapping[str, Any]) -> tuple[str, str, float] | None:
+        """Take one report's measurements (``Measurement.dimensionality["layers"]``); the
+        first collapsed (layer, reason, value), or None."""
+        for name, row in sorted(layers.items()):
+            found = row.get(MEASURE) if isinstance(row, Mapping) else None
+            if found is None or not is_finite_number(found):
+                continue
+            value = float(found)
+            if step <= self.window_end or name not in self.early:
+                self.early[name] = max(self.early.get(name, value), value)
+                continue
+            if value < LOW:
+                return name, "low", value
+            if value < FELL * self.early[name]:
+                return name, "fell", value
+        return None

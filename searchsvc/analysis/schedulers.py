@@ -30,12 +30,15 @@ def rungs(trials: Sequence[TrialRecord], events: Sequence[TrialEvent]) -> list[R
     """One entry per step at which a scheduler stopped trials, in order; empty when none was
     stopped early."""
     stopped_at: dict[int, list[int]] = {}
+    # Stopped for a collapsed layer (dimensionality.stop_collapsed): not at a rung.
+    collapsed = {e.number for e in events
+                 if e.kind == EVENT_STOPPED_EARLY and e.data.get("reason") == "collapsed"}
     for e in events:
-        if e.kind == EVENT_STOPPED_EARLY and e.step is not None:
+        if e.kind == EVENT_STOPPED_EARLY and e.step is not None and e.number not in collapsed:
             stopped_at.setdefault(int(e.step), []).append(e.number)
     for t in trials:  # pruned trials recorded before events existed
-        if t.state == TRIAL_PRUNED and t.last_step is not None and not any(
-                t.number in v for v in stopped_at.values()):
+        if t.state == TRIAL_PRUNED and t.last_step is not None and t.number not in collapsed \
+                and not any(t.number in v for v in stopped_at.values()):
             stopped_at.setdefault(int(t.last_step), []).append(t.number)
     return [Rung(step, sum(1 for t in trials if (t.last_step or 0) >= step),
                  tuple(sorted(set(stopped_at[step])))) for step in sorted(stopped_at)]

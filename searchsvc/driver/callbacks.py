@@ -200,11 +200,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
         state = self.running.get(trial.trial_id)
         if state is None:
             return
-        cutoff, rf = data.get("cutoff"), _short(data.get("reduction_factor"))
-        why = (f"rung {data.get('rung')} had already let its quota of 1/{rf} of its trials go on"
-               if data.get("reason") == "rung_quota_full" else
-               f"{self.metric}={_short(data.get('value'))} was not in the top 1/{rf} at rung "
-               f"{data.get('rung')}" + ("" if cutoff is None else f" (cutoff {_short(cutoff)})"))
+        why = stop_reason(data, self.metric)
         state.stopped_early = (
             f"stopped early by {data.get('scheduler', 'the scheduler')} at step {step}: {why}")
         self.store.record_event(self.study.id, state.number, EVENT_STOPPED_EARLY, step=step,
@@ -237,6 +233,19 @@ class StoreCallback(PicklesDetached, tune.Callback):
 def _config(trial: Any) -> dict[str, Any]:
     """The trial's hyperparameters (its config without searchsvc's own entry)."""
     return {k: v for k, v in trial.config.items() if k != META_KEY}
+
+
+def stop_reason(data: dict[str, Any], metric: str) -> str:
+    """Why a scheduler stopped a trial, in words, from its stopped-early event's data."""
+    if data.get("reason") == "collapsed":
+        return (f"layer {data.get('layer')!r} collapsed ({data.get('rule')}: participation "
+                f"ratio {_short(data.get('participation_ratio'))}, early "
+                f"{_short(data.get('early'))})")
+    cutoff, rf = data.get("cutoff"), _short(data.get("reduction_factor"))
+    if data.get("reason") == "rung_quota_full":
+        return f"rung {data.get('rung')} had already let its quota of 1/{rf} of its trials go on"
+    return (f"{metric}={_short(data.get('value'))} was not in the top 1/{rf} at rung "
+            f"{data.get('rung')}" + ("" if cutoff is None else f" (cutoff {_short(cutoff)})"))
 
 
 def _short(value: Any) -> str:

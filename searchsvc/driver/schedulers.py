@@ -11,11 +11,12 @@ from typing import Any, Protocol, cast
 
 from ray.tune.schedulers import TrialScheduler
 
+from searchsvc.analysis.dimensionality import RunningCollapse
 from searchsvc.driver.raycompat import PBT, Bracket, HyperBand, PB2Hooks, rungs_of
 from searchsvc.registry import Registry
 from searchsvc.searchers import HyperbandSchedule, PopulationSchedule, Schedule
 from searchsvc.spec import RangeParameter, StudySpec
-from searchsvc.worker.context import META_KEY
+from searchsvc.worker.context import DIMENSIONALITY_KEY, META_KEY
 
 STEP = "training_iteration"
 
@@ -41,13 +42,29 @@ def create_scheduler(schedule: Schedule | None, spec: StudySpec, events: Schedul
 
 
 def _hyperband(schedule: Any, spec: StudySpec, events: SchedulerEvents) -> TrialScheduler:
-    return StudyHyperBand(schedule, spec.metric, spec.mode, events, label=spec.searcher)
+    return StudyHyperBand(schedule, spec.metric, spec.mode, events, label=spec.searcher,
+                          stop_collapsed=spec.dimensionality.stop_collapsed)
 
 
 def _population(schedule: Any, spec: StudySpec, events: SchedulerEvents) -> TrialScheduler:
     random.seed(schedule.seed)  # Ray's PBT draws from the global `random` module
     cls = StudyPB2 if schedule.variant == "pb2" else StudyPBT
     return cls(schedule, spec, events)
+
+
+def measured_layers(result: dict) -> dict[str, dict[str, Any]]:
+    """The layers ``sdk.watch`` measured, from a result as Tune gives it to a scheduler:
+    flattened (``searchsvc_dimensionality/layers/fc2/participation_ratio``), or nested."""
+    nested = result.get(DIMENSIONALITY_KEY)
+    if isinstance(nested, dict):
+        return dict(nested.get("layers") or {})
+    prefix = f"{DIMENSIONALITY_KEY}/layers/"
+    layers: dict[str, dict[str, Any]] = {}
+    for key, value in result.items():
+        if key.startswith(prefix) and "/" in key[len(prefix):]:
+            layer, measure = key[len(prefix):].rsplit("/", 1)
+            layers.setdefault(layer, {})[measure] = value
+    return layers
 
 
 class _QuotaBracket(Bracket):
@@ -85,7 +102,8 @@ class StudyHyperBand(HyperBand):
     reported."""
 
     def __init__(self, schedule: HyperbandSchedule, metric: str, mode: str,
-                 events: SchedulerEvents, label: str = "hyperband"):
+                 events: SchedulerEvents, label: str = "hyperband", *,
+                 stop_collapsed: bool = False):
         super().__init__(time_attr=STEP, metric=metric, mode=mode, max_t=schedule.max_steps,
                          grace_period=schedule.grace_period,
                          reduction_factor=schedule.reduction_factor,
@@ -96,6 +114,8 @@ class StudyHyperBand(HyperBand):
                               schedule.reduction_factor, s, max_t=schedule.max_steps)
                 for s in range(schedule.brackets)])
         self.schedule, self.events, self.label = schedule, events, label
+        # dimensionality.stop_collapsed: each running trial's collapse watch, by Tune's id
+        self.collapse: dict[str, RunningCollapse] | None = {} if stop_collapsed else None
 
     def replay(self, number: int, curve: list[tuple[int, float]]) -> None:
         """Record a finished trial's results in its bracket's rungs as they happened: its value
@@ -119,6 +139,8 @@ class StudyHyperBand(HyperBand):
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         step, value = result.get(STEP), result.get(self.metric_name)
+        if self._collapsed(trial, step, result):
+            return TrialScheduler.STOP
         rung = self._rung_reached(trial, step)
         action = super().on_trial_result(tune_controller, trial, result)
         if (action == TrialScheduler.STOP and rung is not None and step is not None
@@ -135,6 +157,24 @@ class StudyHyperBand(HyperBand):
                 "reduction_factor": self.schedule.reduction_factor,
             })
         return action
+
+    def _collapsed(self, trial: Any, step: Any, result: dict) -> bool:
+        """With stop_collapsed: whether this result shows a watched layer collapsed (then the
+        stop is reported with the layer, the rule and the value)."""
+        layers = measured_layers(result)
+        if self.collapse is None or not layers or step is None:
+            return False
+        watch = self.collapse.setdefault(trial.trial_id,
+                                         RunningCollapse(self.schedule.max_steps, {}))
+        found = watch.update(int(step), layers)
+        if found is None or step >= self.schedule.max_steps:
+            return False
+        layer, reason, dim = found
+        self.events.stopped_early(trial, int(step), {
+            "scheduler": self.label, "reason": "collapsed", "layer": layer, "rule": reason,
+            "participation_ratio": dim, "early": watch.early.get(layer),
+            "bracket": self.schedule.bracket_for(trial_number(trial))})
+        return True
 
     def _rung_reached(self, trial: Any, step: Any) -> tuple[int, float | None] | None:
         """The rung this result is judged at and its cutoff before this result, if any."""

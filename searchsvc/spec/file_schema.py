@@ -151,6 +151,9 @@ class DimensionalityFile(_FileModel):
     until: Until = Field("off", description=(
         "Stop measuring after this many reported steps, or this fraction of budget.max_steps; "
         "`off` (the default): through the whole trial."))
+    stop_collapsed: bool = Field(False, description=(
+        "Multi-fidelity searchers (asha, hyperband, bohb) also stop a trial once a watched "
+        "layer collapses (below 2, or below 25% of its early value). Off by default."))
 
 
 class MetricFile(_FileModel):
@@ -294,7 +297,7 @@ class StudyFile(_FileModel):
         "models before the first proposal."))
     dimensionality: DimensionalityFile = Field(default_factory=DimensionalityFile, description=(
         "When sdk.watch measures representation dimensionality: {every: auto|N, "
-        "until: off|FRACTION|STEPS}."))
+        "until: off|FRACTION|STEPS, stop_collapsed: false}."))
     tracking: TrackingFile = Field(default_factory=TrackingFile, description=(
         "Experiment tracking: {mlflow: {tracking_uri, experiment}, tensorboard: {dir}, "
         "wandb: {project, entity, group, mode, dir}}."))

@@ -261,6 +261,7 @@ class Dimensionality:
 
     every: str | int = "auto"
     until: str | int | float = "off"
+    stop_collapsed: bool = False  # multi-fidelity searchers stop a trial whose layer collapsed
 
     def settings(self) -> tuple[tuple[str, object], ...]:
         """What a trial's worker is told (``TrialSettings.dimensionality``)."""

@@ -53,6 +53,7 @@ from searchsvc.spec.model import (
 )
 from searchsvc.spec.source import SpecSource, read_yaml
 
+MULTI_FIDELITY = ("asha", "hyperband", "bohb")  # the searchers whose scheduler stops trials
 PARAMETER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECTIONS: dict[str, type[BaseModel]] = {
     "budget": BudgetFile,
@@ -229,7 +230,8 @@ class _SemanticCheck:
             warm_start=m.warm_start.study if m.warm_start else None,
             tracking=_tracking(m.tracking),
             dimensionality=Dimensionality(every=m.dimensionality.every,
-                                          until=m.dimensionality.until),
+                                          until=m.dimensionality.until,
+                                          stop_collapsed=m.dimensionality.stop_collapsed),
             source=self.source,
         )
 
@@ -241,6 +243,10 @@ class _SemanticCheck:
             self.fail(("dimensionality",), f"dimensionality is measured by sdk.watch in PyTorch "
                       f"objectives; the {m.backend} backend's Keras models have no such hook "
                       "(remove the section)")
+        elif m.dimensionality.stop_collapsed and m.searcher not in MULTI_FIDELITY:
+            self.fail(("dimensionality", "stop_collapsed"), "stop_collapsed stops trials "
+                      f"through a multi-fidelity searcher ({', '.join(MULTI_FIDELITY)}); "
+                      f"searcher {m.searcher!r} has none", True)
 
     def _noise(self, params: Mapping[str, Parameter], multi_objective: bool) -> Noise | None:
         """Repeats as asked for; by default only when there is a scientific comparison to

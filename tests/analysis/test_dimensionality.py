@@ -357,3 +357,27 @@ def test_constant_results_have_no_correlation_and_say_so() -> None:
     assert (signal.spearman, signal.ci, signal.predicts) == (None, None, False)
     assert "do not vary" in signal.reason
     assert a.as_dict()["trials"][0]["layers"]["fc1"]["early"] == 3.0
+
+
+def test_a_running_trial_is_collapsed_only_after_its_early_window() -> None:
+    from searchsvc.analysis.dimensionality import RunningCollapse
+
+    watch = RunningCollapse(max_steps=20, early={})  # early window: steps 1 and 2
+    layers = lambda value: {"fc": {"participation_ratio": value}}  # noqa: E731
+    assert watch.update(1, layers(1.5)) is None  # low, but still early
+    assert watch.update(2, layers(8.0)) is None and watch.early == {"fc": 8.0}
+    assert watch.update(3, layers(2.5)) is None  # above 2 and above 25% of 8
+    assert watch.update(4, layers(1.9)) == ("fc", "low", 1.9)
+    assert RunningCollapse(20, {"fc": 20.0}).update(5, layers(4.0)) == ("fc", "fell", 4.0)
+    assert RunningCollapse(20, {}).update(5, {"fc": {"participation_ratio": None}}) is None
+
+
+def test_rungs_leave_out_trials_stopped_for_a_collapsed_layer() -> None:
+    from searchsvc.analysis.schedulers import rungs
+    from searchsvc.core import EVENT_STOPPED_EARLY, TRIAL_PRUNED, TrialEvent
+
+    pruned = [TrialRecord(id=n, study_id=0, number=n, state=TRIAL_PRUNED, config={}, arm={},
+                          seed=n, last_step=step) for n, step in ((0, 3), (1, 5))]
+    events = [TrialEvent(0, EVENT_STOPPED_EARLY, 3, {"rung": 3}),
+              TrialEvent(1, EVENT_STOPPED_EARLY, 5, {"reason": "collapsed", "layer": "fc"})]
+    assert [(r.step, r.stopped) for r in rungs(pruned, events)] == [(3, (0,))]

@@ -89,6 +89,42 @@ def collapsing(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "trials": store.get_trials("collapsing", measurements=True)}
 
 
+STOPPING = """
+study: stopping
+objective: objectives.planted_dimensionality:collapsing
+metric: score
+mode: max
+searcher: asha
+searcher_options: {grace_period: 4, reduction_factor: 2}
+budget: {trials: 4, max_concurrent: 2, max_steps: 8}
+noise: off
+dimensionality: {stop_collapsed: true}
+parameters:
+  kill_at: {role: scientific, values: [0, 3]}
+  width: {role: fixed, value: 64}
+"""
+
+
+def test_stop_collapsed_stops_a_trial_once_a_layer_collapses(tmp_path: Path, ray_local) -> None:
+    (tmp_path / "study.yaml").write_text(textwrap.dedent(STOPPING))
+    store = open_store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    options = RunOptions(results_root=tmp_path / "results", live_progress=False)
+    usecases.run(usecases.validate(tmp_path / "study.yaml"), store, options, preflight=False)
+    trials = {t.number: t for t in store.get_trials("stopping")}
+    collapsed = {e.number: e for e in store.get_events("stopping")
+                 if e.data.get("reason") == "collapsed"}
+    killed = {n for n, t in trials.items() if t.config["kill_at"] == 3}
+    assert set(collapsed) == killed and len(killed) == 2
+    for number in killed:
+        event, trial = collapsed[number], trials[number]
+        assert event.step == 3 and event.data["layer"] in {"fc2", "head"}
+        assert event.data["participation_ratio"] < 2 and event.data["rule"] == "low"
+        assert trial.state == "pruned" and trial.last_step == 3
+        assert "collapsed (low: participation ratio" in (trial.error or "")
+    report = json.loads((tmp_path / "results" / "stopping" / "report.json").read_text())
+    assert not {n for r in report["rungs"] for n in r["stopped"]} & killed
+
+
 def layer_flags(report: dict[str, Any], reason: str) -> set[tuple[int, str]]:
     return {(c["number"], c["layer"]) for c in report["dimensionality"]["collapsed"]
             if c["reason"] == reason}

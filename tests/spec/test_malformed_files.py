@@ -122,6 +122,9 @@ CASES: list[tuple[str, str, int | None, str, str, str | None]] = [
     ("dimensionality-on-keras", HEAD + "backend: keras_tuner\ndimensionality: {every: 5}\n"
      "budget: {trials: 4}\nparameters: {x: {low: 0, high: 1}}\n", 6, "dimensionality",
      "measured by sdk.watch in PyTorch objectives", None),
+    ("stop-collapsed-without-rungs", HEAD + "searcher: random\nbudget: {trials: 4}\n"
+     "dimensionality: {stop_collapsed: true}\nparameters: {x: {low: 0, high: 1}}\n", 7,
+     "dimensionality.stop_collapsed", "through a multi-fidelity searcher", "True"),
     ("grid-continuous", HEAD + "searcher: grid\nparameters:\n  x: {low: 0.0, high: 1.0}\n", 7,
      "parameters.x", "grid search needs discrete values", None),
     ("fewer-trials-than-arms", HEAD + "budget: {trials: 2}\nparameters:\n"
