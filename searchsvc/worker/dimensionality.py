@@ -156,7 +156,7 @@ class Watcher:
         self.model, self.probe, self.layers, self.schedule = model, probe, layers, schedule
         self.source = "probe" if probe is not None else "train"
         self.captured: dict[str, Any] = {}
-        self.capturing = False
+        self.capturing: list[Any] = []  # the layers' hooks, only while a pass is measured
         self.measuring = False
         self.disabled = False
         self.forwards = 0
@@ -167,21 +167,30 @@ class Watcher:
         self.pending: dict[str, dict[str, float]] = {}
         self.handles = [model.register_forward_pre_hook(self._before),
                         model.register_forward_hook(self._after)]
-        for name, module in layers.items():
-            self.handles.append(module.register_forward_hook(self._capture(name)))
 
     def _capture(self, name: str) -> Any:
         def hook(module: Any, inputs: Any, output: Any) -> None:
-            if self.capturing:
-                self.captured[name] = _first_tensor(output)
+            self.captured[name] = _first_tensor(output)
 
         return hook
+
+    def _arm(self) -> None:
+        """Hook the layers for the pass about to be measured. Only then: every other pass runs
+        with the model's two hooks alone, which keeps a small model's steps as fast."""
+        self.capturing = [module.register_forward_hook(self._capture(name))
+                          for name, module in self.layers.items()]
+
+    def _disarm(self) -> None:
+        for handle in self.capturing:
+            handle.remove()
+        self.capturing = []
 
     def _before(self, module: Any, inputs: Any) -> None:
         if self.measuring or not module.training:
             return
         self.forwards += 1
-        self.capturing = self.probe is None and self._due()
+        if self.probe is None and self._due():
+            self._arm()
 
     def _after(self, module: Any, inputs: Any, output: Any) -> None:
         if self.measuring or not module.training or self.disabled:
@@ -198,7 +207,7 @@ class Watcher:
             warnings.warn(f"searchsvc: dimensionality measurement failed and is off for the rest "
                           f"of this trial: {type(exc).__name__}: {exc}", stacklevel=2)
         finally:
-            self.capturing = False
+            self._disarm()
             self.captured = {}
             self.spent += self.clock() - started
 
@@ -229,7 +238,8 @@ class Watcher:
         import torch
 
         was_training = self.model.training
-        self.measuring = self.capturing = True
+        self.measuring = True
+        self._arm()
         try:
             self.model.eval()
             with torch.no_grad():
@@ -248,6 +258,7 @@ class Watcher:
         return {"source": self.source, "layers": taken}
 
     def close(self) -> None:
+        self._disarm()
         for handle in self.handles:
             handle.remove()
         self.handles = []

@@ -6,7 +6,7 @@
   result and the report says so;
 - a Ray-native study (``ray.tune.report``, the training batch) whose driver is killed mid-study
   and resumed from the command line: every trial keeps its measurements, the networks whose
-  ReLUs are killed at step 4 are flagged ``fell`` at step 4 while their training loss still
+  ReLUs are killed at step 3 are flagged ``fell`` at step 3 while their training loss still
   falls, and a metric drawn from the seed alone is "not shown" to be predicted.
 
 The planted metric of the second study is a fixed draw per trial seed: a null sample, so the
@@ -50,12 +50,12 @@ objective: objectives.planted_dimensionality:collapsing
 metric: score
 mode: max
 searcher: grid
-budget: {max_concurrent: 2, max_steps: 8}
+budget: {max_concurrent: 2, max_steps: 6}
 noise: off
 dimensionality: {every: auto}
 parameters:
-  width: {role: scientific, values: [32, 48, 64, 96]}
-  kill_at: {role: nuisance, values: [0, 4]}
+  width: {role: scientific, values: [32, 64, 96]}
+  kill_at: {role: nuisance, values: [0, 3]}
   sleep: {role: fixed, value: 0.3}
 """
 
@@ -96,7 +96,7 @@ metric: score
 mode: max
 searcher: asha
 searcher_options: {grace_period: 4, reduction_factor: 2}
-budget: {trials: 4, max_concurrent: 2, max_steps: 8}
+budget: {trials: 4, max_concurrent: 2, max_steps: 6}
 noise: off
 dimensionality: {stop_collapsed: true}
 parameters:
@@ -177,7 +177,7 @@ def test_trials_csv_and_the_html_show_each_trials_dimensionality(bottleneck) -> 
 
 def test_a_ray_native_study_killed_and_resumed_keeps_every_measurement(collapsing) -> None:
     trials = collapsing["trials"]
-    assert len(trials) == 8 and all(t.state == TRIAL_COMPLETED for t in trials)
+    assert len(trials) == 6 and all(t.state == TRIAL_COMPLETED for t in trials)
     assert any(t.attempts == 2 for t in trials)  # the one the kill interrupted
     for t in trials:
         latest = [m for m in t.measurements if m.attempt == t.attempts]
@@ -191,16 +191,16 @@ def test_a_ray_native_study_killed_and_resumed_keeps_every_measurement(collapsin
 
 
 def test_killed_relus_are_flagged_fell_at_their_step(collapsing) -> None:
-    killed = {t.number for t in collapsing["trials"] if t.config["kill_at"] == 4}
+    killed = {t.number for t in collapsing["trials"] if t.config["kill_at"] == 3}
     fell = [c for c in collapsing["report"]["dimensionality"]["collapsed"]
             if c["reason"] == "fell"]
     assert {(c["number"], c["layer"]) for c in fell if c["layer"] == "fc2"} == {
         (n, "fc2") for n in killed}
-    assert all(c["step"] == 4 for c in fell if c["layer"] == "fc2")
+    assert all(c["step"] == 3 for c in fell if c["layer"] == "fc2")
     assert not {c["number"] for c in collapsing["report"]["dimensionality"]["collapsed"]} - killed
 
 
 def test_a_metric_independent_of_the_network_is_not_shown_to_be_predicted(collapsing) -> None:
     signal_ = collapsing["report"]["dimensionality"]["early_signal"]
-    assert signal_["n"] == 8 and signal_["predicts"] is False
+    assert signal_["n"] == 6 and signal_["predicts"] is False
     assert any("not shown to predict here" in f for f in collapsing["report"]["findings"])

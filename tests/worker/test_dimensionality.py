@@ -128,6 +128,7 @@ def test_only_training_forward_passes_count_and_every_spaces_them() -> None:
         model(torch.randn(16, 8))
         taken.append(i if dimensionality.take() else None)
     assert [t for t in taken if t] == [1, 4, 7]  # the first pass, then every third
+    assert not model[0]._forward_hooks  # the layers are hooked only for a measured pass
 
 
 def test_until_stops_measuring_after_that_many_reported_steps() -> None:
@@ -201,7 +202,7 @@ def test_hooks_are_removed_when_the_trial_ends() -> None:
     sdk.watch(model, every=1)
     dimensionality.close_all()
     model(torch.randn(16, 8))
-    assert dimensionality.take() == {} and not model[0]._forward_hooks
+    assert dimensionality.take() == {} and not model._forward_hooks and not model[0]._forward_hooks
 
 
 def test_a_model_with_no_layer_to_watch_is_refused_naming_its_modules() -> None:
