@@ -17,9 +17,10 @@ wide convolution's map costs ``N² D``, not ``D³``; a batch of ``N`` examples c
 
 A measurement runs on the fixed ``probe`` batch when given (no gradients, in eval mode, the
 model's mode restored after: comparable across steps and trials), else on the training batch the
-forward pass just processed. ``every`` counts training forward passes (the watched model called
-in training mode): the first is always measured, then with ``every: N`` passes 1 + N, 1 + 2N,
-... By default the spacing is adaptive: a pass is measured when all the measurements so far,
+forward pass just processed. With a probe, the model is measured once as ``watch`` is called
+(which also checks that the model takes the probe); without one, the first training forward
+pass is. ``every`` counts training forward passes (the watched model called in training mode):
+with ``every: N`` passes 1 + N, 1 + 2N, ... are measured too. By default the spacing is adaptive: a pass is measured when all the measurements so far,
 this one included (at the mean cost of those taken), fit in :data:`BUDGET_FRACTION` of the
 training time since the watch began (both timed here, the measurements' time left out of the
 training time); that spaces them by the cost of one measurement over that of one training step.
@@ -37,7 +38,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,13 +200,19 @@ class Watcher:
             return
         if self.probe is not None and not self._due():
             return
-        started = self.clock()
         try:
-            self._measure()
+            self.measure_now()
         except Exception as exc:  # never fail the trial for a measurement
             self.disabled = True
             warnings.warn(f"searchsvc: dimensionality measurement failed and is off for the rest "
                           f"of this trial: {type(exc).__name__}: {exc}", stacklevel=2)
+
+    def measure_now(self) -> None:
+        """One measurement (of the probe, or of the pass just captured), timed into the
+        budget; exceptions propagate."""
+        started = self.clock()
+        try:
+            self._measure()
         finally:
             self._disarm()
             self.captured = {}
@@ -215,7 +222,7 @@ class Watcher:
         if self.disabled or (self.schedule.until is not None
                              and self.reports >= self.schedule.until):
             return False
-        if self.forwards == 1:
+        if self.measured == 0:  # the first pass, when watch() had no probe to measure
             return True
         if self.schedule.every is not None:
             return (self.forwards - 1) % self.schedule.every == 0
@@ -235,17 +242,11 @@ class Watcher:
         self.measured += 1
 
     def _run_probe(self) -> None:
-        import torch
-
-        was_training = self.model.training
         self.measuring = True
         self._arm()
         try:
-            self.model.eval()
-            with torch.no_grad():
-                call_with(self.model, _on_device(self.probe, self.model))
+            _probe_pass(self.model, self.probe)
         finally:
-            self.model.train(was_training)
             self.measuring = False
 
     def take(self) -> dict[str, Any]:
@@ -291,20 +292,15 @@ def _shape(value: Any) -> str:
     return str(tuple(shape)) if shape is not None else type(value).__name__
 
 
-def check_probe(model: Any, probe: Any) -> None:
-    """Run ``probe`` through ``model`` once (no gradients, eval mode, mode restored); when the
-    model rejects it, ObjectiveError naming the layer that did and the shapes involved."""
-    import torch
-
+def check_probe(model: Any, probe: Any, run: Callable[[], Any]) -> None:
+    """``run()``, which passes ``probe`` through ``model``; when the model rejects it,
+    ObjectiveError naming the layer that did and the shapes involved."""
     entered: list[tuple[str, Any, Any]] = []
     hooks = [module.register_forward_pre_hook(
         lambda m, inputs, name=name: entered.append((name, m, inputs)))
         for name, module in model.named_modules() if name]
-    was_training = model.training
     try:
-        model.eval()
-        with torch.no_grad():
-            call_with(model, _on_device(probe, model))
+        run()
     except Exception as exc:
         if not entered:
             raise ObjectiveError(f"sdk.watch: the model rejected the probe of shape "
@@ -315,7 +311,6 @@ def check_probe(model: Any, probe: Any) -> None:
             f"{name!r} ({module}) rejected its input of shape {_shape(inputs)}: "
             f"{type(exc).__name__}: {exc}") from None
     finally:
-        model.train(was_training)
         for hook in hooks:
             hook.remove()
 
@@ -344,13 +339,31 @@ def watch(model: Any, probe: Any = None, every: int | None = None,
                              settings.get("until"), context.max_steps)
     model = _inner(model)
     chosen = pick_layers(model, layers)
-    if probe is not None:
-        check_probe(model, probe)
     if (context.rank or 0) > 0:
+        if probe is not None:  # the same clear error on every rank
+            check_probe(model, probe, lambda: _probe_pass(model, probe))
         return None
     watcher = Watcher(model, probe, chosen, schedule)
+    if probe is not None:  # the first measurement, of the model as built, checks the probe
+        try:
+            check_probe(model, probe, watcher.measure_now)
+        except ObjectiveError:
+            watcher.close()
+            raise
     _watchers.append(watcher)
     return watcher
+
+
+def _probe_pass(model: Any, probe: Any) -> None:
+    import torch
+
+    was_training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            call_with(model, _on_device(probe, model))
+    finally:
+        model.train(was_training)
 
 
 def take() -> dict[str, Any]:
