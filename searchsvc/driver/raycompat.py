@@ -33,6 +33,8 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("PopulationBasedTraining", "_checkpoint_or_exploit"),
     ("PopulationBasedTraining", "_get_new_config"),
     ("PopulationBasedTraining", "_exploit"),
+    ("TrialRunnerWrapper", "_tune_controller"),
+    ("TuneController", "_cached_trial_decisions"),
     ("ActorHandle", "_actor_id"),
     ("ray._private", "state"),
 )
@@ -123,9 +125,32 @@ class PopulationHooks:
         old_config = dict(trial.config)
         parent_step = self._trial_state[trial_to_clone].last_train_time
         step = self._trial_state[trial].last_train_time
+        saving = trial.is_saving
         super()._exploit(tune_controller, trial, trial_to_clone)  # type: ignore[misc]
+        if saving:
+            _drop_stale_stop(tune_controller, trial)
         self.after_exploit(trial, trial_to_clone, int(step or 0), int(parent_step or 0),
                            old_config)
+
+
+def _drop_stale_stop(tune_controller: Any, trial: Any) -> None:
+    """Undo the STOP Ray leaves behind when PBT exploits a trial that is still saving.
+
+    Synchronous PBT decides once the last trial reaches the perturbation step; a trial that
+    got there shortly before may still be RUNNING with its pause's save in flight (the longer
+    saves take, as on a loaded machine, the likelier). Ray's ``_exploit`` then pauses it with
+    ``pause_trial(should_checkpoint=False)``, which stops it: the stop caches a STOP decision
+    for "after the save" and drops the save's future, so that STOP outlives the pause and is
+    carried out after the trial's next save once it resumes, ending it one step after the
+    perturbation (e.g. 7 of 12 steps) while the rest of the population waits for it at the
+    next perturbation step until the run times out. The trial is paused, not stopped."""
+    from ray.tune.experiment import Trial
+    from ray.tune.schedulers import TrialScheduler
+
+    controller = getattr(tune_controller, "_tune_controller", tune_controller)
+    decisions = controller._cached_trial_decisions
+    if trial.status == Trial.PAUSED and decisions.get(trial.trial_id) == TrialScheduler.STOP:
+        del decisions[trial.trial_id]
 
 
 class PBT(PopulationHooks, PopulationBasedTraining):
