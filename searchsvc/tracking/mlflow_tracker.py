@@ -15,7 +15,8 @@ What lands where:
   infeasible: FAILED, interrupted: KILLED).
 
 Resuming never duplicates: the runs are found again by their tags (``MlflowClient.search_runs``)
-and ``searchsvc.logged_step``, written in the same batch as the metrics, says how far a run got.
+and ``searchsvc.logged_step``, written in the same batch as the metrics, says how far a run got
+(for a run left unfinished, its metrics' own last step, should the tag have been left behind).
 A trial that runs again as a new attempt (it was interrupted) gets a new run and its earlier
 attempt's run is deleted (MLflow keeps deleted runs restorable until ``mlflow gc``), so the
 experiment holds one live run per trial whose history is that of the attempt the store kept.
@@ -228,9 +229,21 @@ class MlflowTracker(Tracker):
             for run in stale:
                 self.client.delete_run(run.info.run_id)
             tags = kept.data.tags
-            runs[number] = _Run(kept.info.run_id, int(tags.get(f"{TAG}attempt", 1)),
-                                int(tags.get(f"{TAG}logged_step", -1)), kept.info.status)
+            logged = int(tags.get(f"{TAG}logged_step", -1))
+            if kept.info.status not in TERMINATED:
+                logged = max(logged, self._last_step(kept))
+            runs[number] = _Run(kept.info.run_id, int(tags.get(f"{TAG}attempt", 1)), logged,
+                                kept.info.status)
         return runs
+
+    def _last_step(self, run: Any) -> int:
+        """The last step a live run's metrics reached. MLflow's SQL store commits a batch's
+        metrics before its tags, so a driver killed between the two leaves
+        ``searchsvc.logged_step`` behind the metrics; going by the tag alone, the resume would
+        log those steps again."""
+        steps = [m.step for key in run.data.metrics
+                 for m in self.client.get_metric_history(run.info.run_id, key)]
+        return max(steps, default=-1)
 
     def sync(self, trials: Sequence[TrialRecord]) -> None:
         """Each trial's run level with the store: made if missing (or of an earlier attempt),

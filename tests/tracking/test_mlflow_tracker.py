@@ -159,6 +159,26 @@ def test_a_resume_duplicates_no_run_and_no_step(tmp_path: Path) -> None:
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
 
 
+def test_a_resume_after_a_kill_between_metrics_and_their_tag_duplicates_no_step(
+        tmp_path: Path) -> None:
+    # MLflow's SQL store commits a batch's metrics, then its tags: a kill in between leaves
+    # searchsvc.logged_step one batch behind the metrics.
+    first = tracker(tmp_path)
+    first.study_started(study(), spec(), [])
+    first.trial_started(trial(1))
+    first.measurements(trial(1), [measurement(1, 1)])
+    # As the driver passes them on: stamped when written, a moment apart from the store's own
+    # stamp, which the resume reads back (so MLflow would keep both as two points).
+    live = measurement(1, 2)
+    first.measurements(trial(1), [replace(live, recorded_at=live.recorded_at + 0.05)])
+    run_id = trial_runs(tmp_path)[1].info.run_id
+    MlflowClient().set_tag(run_id, "searchsvc.logged_step", "1")  # step 2's tag never landed
+
+    second = tracker(tmp_path)
+    second.study_started(study(), spec(), [trial(1, state=TRIAL_INTERRUPTED, steps=3)])
+    assert history(run_id) == [(s, pytest.approx(loss(1, s))) for s in (1, 2, 3)]
+
+
 def test_an_overwritten_study_gets_a_parent_run_of_its_own(tmp_path: Path) -> None:
     old = tracker(tmp_path)
     old.study_started(study(created_at=1000.0), spec(), [])
