@@ -20,8 +20,9 @@ model's mode restored after: comparable across steps and trials), else on the tr
 forward pass just processed. With a probe, the model is measured once as ``watch`` is called
 (which also checks that the model takes the probe); without one, the first training forward
 pass is. ``every`` counts training forward passes (the watched model called in training mode):
-with ``every: N`` passes 1 + N, 1 + 2N, ... are measured too. By default the spacing is adaptive: a pass is measured when all the measurements so far,
-this one included (at the mean cost of those taken), fit in :data:`BUDGET_FRACTION` of the
+with ``every: N`` passes 1 + N, 1 + 2N, ... are measured too. By default the spacing is
+adaptive: a pass is measured when all the measurements so far, this one included (at the mean
+cost of those taken), fit in :data:`BUDGET_FRACTION` of the
 training time since the watch began (both timed here, the measurements' time left out of the
 training time); that spaces them by the cost of one measurement over that of one training step.
 
