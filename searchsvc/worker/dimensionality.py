@@ -46,7 +46,10 @@ from typing import Any
 from searchsvc.errors import ObjectiveError
 from searchsvc.worker.context import current
 
-BUDGET_FRACTION = 0.05  # adaptive spacing: measurements cost at most this share of training
+# Adaptive spacing: the measurements take at most this share of the training time, which leaves
+# room for what the watch costs beside them (its hooks, the allocations' effect on the steps
+# after) within 5% of the trial's time (benchmarks/dimensionality.py measures the whole).
+BUDGET_FRACTION = 0.035
 _watchers: list[Watcher] = []
 
 
