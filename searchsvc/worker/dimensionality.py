@@ -182,6 +182,7 @@ class Watcher:
     def _arm(self) -> None:
         """Hook the layers for the pass about to be measured. Only then: every other pass runs
         with the model's two hooks alone, which keeps a small model's steps as fast."""
+        self._disarm()  # a pass that raised before its end left them on
         self.capturing = [module.register_forward_hook(self._capture(name))
                           for name, module in self.layers.items()]
 
