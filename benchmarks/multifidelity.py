@@ -120,7 +120,9 @@ def run_one(searcher: str, seed: int, model: str = "cnn", trials: int = FULL_TRI
         # (seconds, val_error, trial number) of every reported epoch, in time order
         results = sorted((m.recorded_at - start, m.value, t.number) for t in trials
                          for m in t.measurements if m.value is not None)
-        return {"searcher": searcher, "seed": seed, "results": results}
+        collapsed = sum(e.data.get("reason") == "collapsed" for e in store.get_events(spec.name))
+        return {"searcher": searcher, "seed": seed, "results": results,
+                "collapse_stops": collapsed}
 
 
 def within(run: dict[str, Any], budget_s: float = math.inf) -> dict[str, Any]:
@@ -283,8 +285,10 @@ def main() -> None:
             figures = within(r, math.inf if searcher in FULL_BUDGET else budget_s or math.inf)
             if searcher in FULL_BUDGET and budget_s is None and args.equal == "time":
                 budget_s = figures["wall_s"]
+            stops = (f", {r['collapse_stops']} stopped for a collapsed layer"
+                     if r.get("collapse_stops") else "")
             print(f"seed {seed} {searcher:12s} {figures['epochs']} epochs, "
-                  f"{figures['wall_s']:.1f} s, best {figures['best']:.4f}",
+                  f"{figures['wall_s']:.1f} s, best {figures['best']:.4f}{stops}",
                   file=sys.stderr, flush=True)
     counted = summarise(runs, args.equal)
     target = (statistics.median(r["best"] for r in counted["random"])
