@@ -20,7 +20,8 @@ model's mode restored after: comparable across steps and trials), else on the tr
 forward pass just processed. With a probe, the model is measured once as ``watch`` is called
 (which also checks that the model takes the probe); without one, the first training forward
 pass is. ``every`` counts training forward passes (the watched model called in training mode):
-with ``every: N`` passes 1 + N, 1 + 2N, ... are measured too. By default the spacing is
+with ``every: N``, every N-th pass after that first measurement is measured too (N, 2N, ...
+with a probe; 1 + N, 1 + 2N, ... without). By default the spacing is
 adaptive: a pass is measured when all the measurements so far, this one included (at the mean
 cost of those taken), fit in :data:`BUDGET_FRACTION` of the
 training time since the watch began (both timed here, the measurements' time left out of the
@@ -169,6 +170,7 @@ class Watcher:
         self.started = self.clock()
         self.spent = 0.0  # seconds spent measuring
         self.measured = 0  # measurements taken
+        self.measured_at = 0  # the training forward pass last measured (0: as watched)
         self.pending: dict[str, dict[str, float]] = {}
         self.handles = [model.register_forward_pre_hook(self._before),
                         model.register_forward_hook(self._after)]
@@ -230,7 +232,7 @@ class Watcher:
         if self.measured == 0:  # the first pass, when watch() had no probe to measure
             return True
         if self.schedule.every is not None:
-            return (self.forwards - 1) % self.schedule.every == 0
+            return self.forwards - self.measured_at >= self.schedule.every
         training = self.clock() - self.started - self.spent
         cost = self.spent / max(1, self.measured)
         return self.spent + cost <= BUDGET_FRACTION * training
@@ -245,6 +247,7 @@ class Watcher:
             pr, sr = measure(tensor)
             self.pending[name] = {"participation_ratio": pr, "stable_rank": sr}
         self.measured += 1
+        self.measured_at = self.forwards
 
     def _run_probe(self) -> None:
         self.measuring = True

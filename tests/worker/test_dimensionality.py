@@ -131,6 +131,15 @@ def test_only_training_forward_passes_count_and_every_spaces_them() -> None:
     assert not model[0]._forward_hooks  # the layers are hooked only for a measured pass
 
 
+def test_with_a_probe_every_counts_from_the_measurement_as_watched() -> None:
+    model = mlp()
+    watcher = sdk.watch(model, probe=torch.randn(32, 8), every=3)
+    assert watcher is not None and watcher.measured == 1  # as watched: the model as built
+    for _ in range(7):
+        model(torch.randn(16, 8))
+    assert watcher.measured == 3  # passes 3 and 6
+
+
 def test_until_stops_measuring_after_that_many_reported_steps() -> None:
     set_current(TrialContext(max_steps=20, dimensionality={"every": 1, "until": 0.1}))
     model = mlp()
