@@ -40,13 +40,17 @@ class PrivateServer:
 
     url: str
     executor: Any
+    port: int
 
     def stop(self) -> None:
         """Stop it as ``pg_ctl stop -m fast`` does: sessions are cut at once."""
         self.executor.stop()
 
     def start(self) -> None:
+        """Start it again; returns once it takes connections (as a restarted server is back
+        for its clients), not merely once ``pg_ctl`` says it started."""
         self.executor.start()
+        _wait_until_accepting(self.port)
 
     def restart(self, down_s: float = 1.0) -> None:
         """Stop it, keep it down ``down_s`` seconds, start it again (a minor-version upgrade,
@@ -100,7 +104,7 @@ def running_server() -> Iterator[PrivateServer]:
         try:
             _wait_until_accepting(port)
             yield PrivateServer(f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres",
-                                server)
+                                server, port)
         finally:
             with suppress(Exception):  # already stopped by its user
                 server.stop()
