@@ -68,13 +68,7 @@ def digits_mlp(config: dict[str, Any]) -> None:
     optimizer = torch.optim.Adam(model.parameters(), lr=config.get("learning_rate", 1e-3))
     generator = torch.Generator().manual_seed(sdk.trial_context().seed)
     for _ in range(sdk.max_steps(10)):
-        model.train()
-        order = torch.randperm(len(x_train), generator=generator)
-        for start in range(0, len(x_train), 32):
-            index = order[start:start + 32]
-            optimizer.zero_grad()
-            nn.functional.cross_entropy(model(x_train[index]), y_train[index]).backward()
-            optimizer.step()
+        planted_dimensionality.train_epoch(model, optimizer, x_train, y_train, 32, generator)
         sdk.report({"val_error": _error(model, x_val, y_val)})
 
 
@@ -91,13 +85,7 @@ def small_resnet(config: dict[str, Any]) -> None:
     generator = torch.Generator().manual_seed(sdk.trial_context().seed)
     x_train, y_train = train
     for _ in range(sdk.max_steps(4)):
-        model.train()
-        order = torch.randperm(len(x_train), generator=generator)
-        for start in range(0, len(x_train), 64):
-            index = order[start:start + 64]
-            optimizer.zero_grad()
-            nn.functional.cross_entropy(model(x_train[index]), y_train[index]).backward()
-            optimizer.step()
+        planted_dimensionality.train_epoch(model, optimizer, x_train, y_train, 64, generator)
         sdk.report({"val_error": _error(model, *val)})
 
 

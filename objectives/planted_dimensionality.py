@@ -26,8 +26,9 @@ from searchsvc import sdk
 PROBE = 256  # validation examples in the fixed probe batch
 
 
-def _epoch(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
+def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
            y: torch.Tensor, batch: int, generator: torch.Generator) -> float:
+    """One epoch of shuffled minibatches of ``batch`` examples; the mean training loss."""
     model.train()
     order = torch.randperm(len(x), generator=generator)
     total = 0.0
@@ -55,7 +56,7 @@ def bottleneck(config: dict) -> None:
     optimizer = torch.optim.Adam(model.parameters(), lr=float(config.get("learning_rate", 0.01)))
     generator = torch.Generator().manual_seed(sdk.trial_context().seed)
     for _ in range(sdk.max_steps(8)):
-        loss = _epoch(model, optimizer, x_train, y_train, 64, generator)
+        loss = train_epoch(model, optimizer, x_train, y_train, 64, generator)
         model.eval()
         with torch.no_grad():
             error = float((model(x_val).argmax(1) != y_val).float().mean())
@@ -82,6 +83,6 @@ def collapsing(config: dict) -> None:
         if step == kill_at:
             with torch.no_grad():
                 model.fc1.bias[1:] = -1e4  # every hidden unit but the first never fires again
-        loss = _epoch(model, optimizer, x_train, y_train, 128, generator)
+        loss = train_epoch(model, optimizer, x_train, y_train, 128, generator)
         time.sleep(float(config.get("sleep", 0.0)))
         tune.report({"loss": loss, "score": score})
