@@ -8,8 +8,9 @@ STAMP  := $(VENV)/.installed
 # so GPU users keep their CUDA build with e.g. `make TORCH=torch test`.
 TORCH  ?= torch==2.13.0
 # Parallel workers, each test file kept on one (its module fixtures, such as a shared study or
-# cluster, start once); `make test PYTEST_PARALLEL=` runs the suite serially.
-PYTEST_PARALLEL ?= -n 3 --dist loadfile
+# cluster, start once), taking the files in tests/conftest.py's order, the longest first (xdist
+# would reorder them by their number of tests); `make test PYTEST_PARALLEL=` runs serially.
+PYTEST_PARALLEL ?= -n 3 --dist loadfile --no-loadscope-reorder
 
 .PHONY: demo test lint install browser postgres clean
 

@@ -11,6 +11,7 @@ test_raycompat.py`` checks that every private name below still exists in the ins
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -37,6 +38,9 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("TuneController", "_cached_trial_decisions"),
     ("ActorHandle", "_actor_id"),
     ("ray._private", "state"),
+    ("ray.air._internal.usage", "tag_callbacks"),
+    ("ray.air._internal.usage", "record_extra_usage_tag"),
+    ("ray.air._internal.usage", "TagKey"),
 )
 
 Rung = tuple[float, dict[str, float]]  # (milestone, {trial id: signed value recorded there})
@@ -174,3 +178,34 @@ def actor_node_id(key: str) -> str | None:
         return str(state.actors(actor_id=key)["Address"]["NodeID"])
     except Exception:  # an actor already gone, or another Ray: the host is recorded anyway
         return None
+
+
+def tag_callbacks_without_integrations() -> None:
+    """Make Ray Tune's callback usage tag skip its integrations' imports.
+
+    ``tune.run`` tags which callbacks a run uses by comparing them with the classes of its
+    MLflow, W&B, Comet and Aim integrations, which it imports for that (MLflow and W&B
+    themselves: about a second of CPU and 50 MB in every driver, tracked or not). searchsvc
+    passes only its own callbacks, so the tag Ray records for them, "CustomCallback" or
+    "CustomLoggerCallback" counts, is recorded here without those imports. Idempotent."""
+    from ray.air._internal import usage
+
+    if getattr(usage.tag_callbacks, "searchsvc", False):
+        return
+
+    def tag_callbacks(callbacks: list[Any] | None) -> bool:
+        from ray.tune import Callback
+        from ray.tune.logger import LoggerCallback
+
+        counts: dict[str, int] = {}
+        for callback in callbacks or []:
+            if isinstance(callback, Callback):
+                kind = ("CustomLoggerCallback" if isinstance(callback, LoggerCallback)
+                        else "CustomCallback")
+                counts[kind] = counts.get(kind, 0) + 1
+        if counts:
+            usage.record_extra_usage_tag(usage.TagKey.AIR_CALLBACKS, json.dumps(counts))
+        return bool(counts)
+
+    tag_callbacks.searchsvc = True  # type: ignore[attr-defined]
+    usage.tag_callbacks = tag_callbacks

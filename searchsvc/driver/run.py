@@ -394,6 +394,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
          options: RunOptions, time_limit_s: float | None, trackers: Tracker | None = None) -> Any:
     from ray import tune
 
+    from searchsvc.driver import raycompat
     from searchsvc.driver.callbacks import StoreCallback, StudyStopper
     from searchsvc.driver.schedulers import StudyHyperBand, create_scheduler
     from searchsvc.driver.tune_search import StudySearch
@@ -453,6 +454,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     )
     progress.start(f"seed repeats: {len(pending)} trials rerun the best configurations with new "
                    "seeds" if isinstance(searcher, RepeatSearcher) else None)
+    raycompat.tag_callbacks_without_integrations()
     tuner.fit()
     if spec.resources.data_parallel:
         _wait_for_training_runs(spec.name, progress)

@@ -130,9 +130,10 @@ KNOWN_VARIANTS: dict[str, list[Variant]] = {
                   Variant("hyperband", {"proposer": "bayesian"}, exact_resume=False,
                           learns=True)],
     "keras_tuner": [Variant("keras_tuner", {"oracle": "random"}, learns=True),
-                    # 5 random points per arm first: the GP still proposes, half as often
-                    # (each KerasTuner GP proposal costs about a second here).
-                    Variant("keras_tuner", {"oracle": "bayesian", "initial_points": 5},
+                    # 7 random points per arm first: of the 8 trials each arm gets, the GP
+                    # proposes the last (each KerasTuner GP proposal costs seconds on a
+                    # loaded CPU).
+                    Variant("keras_tuner", {"oracle": "bayesian", "initial_points": 7},
                             exact_resume=False, learns=True, slow=True)],
     "nas": [Variant("nas"),
             Variant("nas", {"strategy": "tpe"}, exact_resume=False, learns=True)],

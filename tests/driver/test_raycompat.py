@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import ray
@@ -59,3 +61,26 @@ def test_a_hyperband_bracket_exposes_its_rungs() -> None:
     rungs = raycompat.rungs_of(bracket)
     assert [milestone for milestone, _ in rungs] == [9, 3, 1]
     assert all(recorded == {} for _, recorded in rungs)
+
+
+def test_tune_tags_searchsvcs_callbacks_without_importing_mlflow_or_wandb() -> None:
+    """A driver that tracks nothing never loads MLflow or W&B for Ray's usage tag, and the tag
+    still counts its callbacks as Ray counts custom ones."""
+    script = """
+import sys
+from unittest import mock
+from ray.air._internal import usage
+from ray.tune import Callback
+from searchsvc.driver import raycompat
+
+raycompat.tag_callbacks_without_integrations()
+raycompat.tag_callbacks_without_integrations()  # idempotent
+with mock.patch.object(usage, "record_extra_usage_tag") as record:
+    assert usage.tag_callbacks([Callback(), Callback()]) is True
+    assert usage.tag_callbacks([]) is False
+print(record.call_args.args[1], sorted(m for m in ("mlflow", "wandb") if m in sys.modules))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == '{"CustomCallback": 2} []'

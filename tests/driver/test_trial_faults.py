@@ -51,7 +51,7 @@ objective: faulty_ckpt:train
 metric: loss
 mode: min
 searcher: grid
-budget: {max_concurrent: 2, max_steps: 5, max_failures: 1, trial_timeout_s: 40}
+budget: {max_concurrent: 2, max_steps: 5, max_failures: 1, trial_timeout_s: 20}
 checkpoints: {keep_best: 5}
 parameters:
   kind: {values: [ok, flaky, crash, hang, nan]}
@@ -92,7 +92,7 @@ def test_crash_retry_hang_and_nan_are_recorded_and_the_study_completes(ray_local
 
     hang = trials["hang"]
     assert hang.state == TRIAL_FAILED
-    assert "budget.trial_timeout_s (40 s)" in hang.error
+    assert "budget.trial_timeout_s (20 s)" in hang.error
     assert retried[hang.number].data["timed_out"] is True
     assert [m.step for m in hang.measurements] == [1]
 
