@@ -2,7 +2,8 @@
 step) says: a summary per trial, the study's GPU-hours, and three diagnoses:
 
 - **input-bound** trials: the loop waited for data (``sdk.data_loader``) more than
-  :data:`INPUT_BOUND_FRACTION` of its step time, over all the trial's steps;
+  :data:`INPUT_BOUND_FRACTION` of its working time (step time less the time it was blocked
+  handing its previous report over), over all the trial's steps;
 - **under-used GPUs**, with the packing that would fit: the trials' mean GPU utilisation is
   below :data:`UNDERUSED_UTIL` percent, and k trials per GPU fit, for the largest k in
   :data:`PACKINGS` above today's (``1 / resources.gpu``) with ``k x peak memory x``
@@ -47,7 +48,7 @@ class TrialTelemetry:
     duration_s: float | None
     step_time_mean_s: float | None
     samples_per_s_mean: float | None
-    data_wait_fraction: float | None  # total wait / total step time (sdk.data_loader used)
+    data_wait_fraction: float | None  # total wait / total working time (sdk.data_loader used)
     cpu_percent_mean: float | None
     rss_mb_peak: float | None
     gpu_util_mean: float | None
@@ -117,9 +118,9 @@ def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
     rows = [m.telemetry for m in trial.measurements
             if m.attempt == trial.attempts and m.telemetry]
     step_times = _numbers(rows, "step_time_s")
-    waits = [(float(r["data_wait_s"]), float(r["step_time_s"])) for r in rows
+    waits = [(float(r["data_wait_s"]), working) for r in rows
              if isinstance(r.get("data_wait_s"), int | float)
-             and isinstance(r.get("step_time_s"), int | float)]
+             and (working := _working_time(r)) is not None]
     total_step = sum(t for _, t in waits)
     wait = (min(sum(w for w, _ in waits) / total_step, 1.0) if waits and total_step > 0
             else _mean(_numbers(rows, "data_wait_fraction")))
@@ -199,7 +200,8 @@ def rank_step_times(trial: TrialRecord) -> list[list[float]]:
 
 
 def _working_time(row: Mapping[str, Any]) -> float | None:
-    """One rank's step time less its wait at the report barrier (when measured)."""
+    """A step's time less its wait in the previous report (when measured): a rank's wait at
+    Ray Train's barrier, or a process's wait for the driver to take its result."""
     step, wait = row.get("step_time_s"), row.get("report_wait_s")
     if not isinstance(step, int | float) or not _finite(step):
         return None

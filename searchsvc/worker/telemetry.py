@@ -215,12 +215,16 @@ class Telemetry:
         if self.first_batch_s is not None and not self.first_batch_told:
             out["time_to_first_batch_s"] = self.first_batch_s
             self.first_batch_told = True
+        report_wait = 0.0
         if self.report_wait_s is not None:
-            out["report_wait_s"] = min(self.report_wait_s, step_time)
+            report_wait = out["report_wait_s"] = min(self.report_wait_s, step_time)
             self.report_wait_s = None
         if self.loader_used:
             out["data_wait_s"] = self.waited_s
-            out["data_wait_fraction"] = min(self.waited_s / step_time, 1.0) if step_time > 0 \
+            # Of the loop's working time: the time blocked handing the last report over is
+            # the driver's (late on a busy machine), not the loop's, and would dilute it.
+            working = step_time - report_wait
+            out["data_wait_fraction"] = min(self.waited_s / working, 1.0) if working > 0 \
                 else 0.0
         if self.process is not None:
             try:

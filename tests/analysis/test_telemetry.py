@@ -60,6 +60,16 @@ def test_a_summary_averages_the_steps_and_keeps_the_absent_gpu_absent() -> None:
     assert trial_telemetry(trial(1, [])).steps == 0  # a trial without telemetry
 
 
+def test_the_wait_for_data_is_a_share_of_the_working_time_not_of_the_report_wait() -> None:
+    # Each step waited 0.4 s for data in 0.6 s of work, then 1.4 s for the driver to take its
+    # previous report (a busy machine): input-bound all the same.
+    steps = [cpu_step(0.2, 2.0) | {"report_wait_s": 1.4} for _ in range(3)]
+    s = trial_telemetry(trial(0, steps))
+    assert s.data_wait_fraction == pytest.approx(0.4 / 0.6)
+    [diagnosis] = study_telemetry([trial(0, steps)], gpu_per_trial=0).diagnoses
+    assert diagnosis.kind == "input_bound" and "trial 0 67%" in diagnosis.detail
+
+
 def test_input_bound_fires_on_the_slow_loader_only() -> None:
     trials = [trial(0, [cpu_step(0.9)] * 3), trial(1, [cpu_step(0.05)] * 3),
               trial(2, [cpu_step(None)] * 3),  # no data_loader: nothing to judge

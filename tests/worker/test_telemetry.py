@@ -56,6 +56,28 @@ def test_the_data_loader_wait_is_a_fraction_of_the_step(telemetry: Telemetry) ->
     assert telemetry.step()["data_wait_fraction"] < 0.2
 
 
+def test_the_wait_for_data_is_a_share_of_the_loop_working_not_of_a_blocked_report(
+        telemetry: Telemetry) -> None:
+    from searchsvc.worker.trainable import _with_telemetry
+
+    sent: list[dict] = []
+
+    def late_driver(metrics: dict) -> None:  # the driver takes the result late
+        sent.append(metrics)
+        time.sleep(0.3)
+
+    report = _with_telemetry(late_driver)
+    report({"loss": 1.0})
+    for _ in sdk.data_loader(slow(4, 0.03)):
+        time.sleep(0.005)
+    report({"loss": 0.5})
+    step = sent[1][TELEMETRY_KEY]
+    assert step["report_wait_s"] >= 0.3 and step["data_wait_s"] >= 0.12
+    working = step["step_time_s"] - step["report_wait_s"]
+    assert step["data_wait_fraction"] == pytest.approx(step["data_wait_s"] / working)
+    assert step["data_wait_fraction"] > 0.6  # of the step's whole time it would be under 0.3
+
+
 def test_a_failing_nvml_is_stated_not_zero_filled() -> None:
     collector = Telemetry(gpu_ids=["12345"])  # no such GPU, and no NVML library on CPU hosts
     try:
