@@ -27,7 +27,7 @@ PROBE = 256  # validation examples in the fixed probe batch
 
 
 def train_epoch(model: nn.Module, optimizer: torch.optim.Optimizer, x: torch.Tensor,
-           y: torch.Tensor, batch: int, generator: torch.Generator) -> float:
+                y: torch.Tensor, batch: int, generator: torch.Generator) -> float:
     """One epoch of shuffled minibatches of ``batch`` examples; the mean training loss."""
     model.train()
     order = torch.randperm(len(x), generator=generator)

@@ -77,7 +77,7 @@ def test_a_ray_train_docs_function_runs_unchanged_on_two_workers(ray_local,
         "notes"]
     assert checked["timing"]["setup_s"] > checked["timing"]["step_s"]  # starting the workers
     trials = store.get_trials(name, measurements=True)
-    assert [t.state for t in trials] == [TRIAL_COMPLETED] * 1
+    assert [t.state for t in trials] == [TRIAL_COMPLETED]
     for t in trials:
         assert [m.step for m in t.measurements] == [1, 2]
         for m in t.measurements:
