@@ -597,7 +597,9 @@ def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
         check_capacity(spec)  # before any task waits for resources that never come
         yield
     finally:
-        ray.shutdown()
+        from searchsvc.driver import raycompat
+
+        raycompat.shutdown()
 
 
 def _driver_info() -> dict[str, Any]:
