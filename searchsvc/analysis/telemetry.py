@@ -24,7 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchsvc.core import TRIAL_INFEASIBLE, TrialRecord
+from searchsvc.core import TRIAL_INFEASIBLE, TrialRecord, is_finite_number
+from searchsvc.core.telemetry import working_time
 from searchsvc.spec.model import ChoiceParameter, Parameter, RangeParameter
 
 INPUT_BOUND_FRACTION = 0.5  # of step time spent waiting for data
@@ -106,12 +107,7 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def _numbers(rows: Iterable[Mapping[str, Any]], key: str) -> list[float]:
-    return [float(r[key]) for r in rows if _finite(r.get(key))]
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) \
-        and math.isfinite(value)
+    return [float(r[key]) for r in rows if is_finite_number(r.get(key))]
 
 
 def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
@@ -120,7 +116,7 @@ def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
     step_times = _numbers(rows, "step_time_s")
     waits = [(float(r["data_wait_s"]), working) for r in rows
              if isinstance(r.get("data_wait_s"), int | float)
-             and (working := _working_time(r)) is not None]
+             and (working := working_time(r)) is not None]
     total_step = sum(t for _, t in waits)
     wait = (min(sum(w for w, _ in waits) / total_step, 1.0) if waits and total_step > 0
             else _mean(_numbers(rows, "data_wait_fraction")))
@@ -193,20 +189,10 @@ def rank_step_times(trial: TrialRecord) -> list[list[float]]:
         for rank, row in enumerate(ranks):
             while len(by_rank) <= rank:
                 by_rank.append([])
-            working = _working_time(row) if isinstance(row, dict) else None
+            working = working_time(row) if isinstance(row, dict) else None
             if working is not None:
                 by_rank[rank].append(working)
     return by_rank
-
-
-def _working_time(row: Mapping[str, Any]) -> float | None:
-    """A step's time less its wait in the previous report (when measured): a rank's wait at
-    Ray Train's barrier, or a process's wait for the driver to take its result."""
-    step, wait = row.get("step_time_s"), row.get("report_wait_s")
-    if not isinstance(step, int | float) or not _finite(step):
-        return None
-    waited = float(wait) if isinstance(wait, int | float) and _finite(wait) else 0.0
-    return max(float(step) - waited, 0.0)
 
 
 def straggler(times: Sequence[Sequence[float]], ratio: float = STRAGGLER_RATIO

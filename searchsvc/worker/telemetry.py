@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+from searchsvc.core.telemetry import working_time
 from searchsvc.worker.gpus import MIG_UTILISATION, resolve
 
 GPU_SAMPLE_S = 0.25  # NVML sampling period
@@ -215,15 +216,14 @@ class Telemetry:
         if self.first_batch_s is not None and not self.first_batch_told:
             out["time_to_first_batch_s"] = self.first_batch_s
             self.first_batch_told = True
-        report_wait = 0.0
         if self.report_wait_s is not None:
-            report_wait = out["report_wait_s"] = min(self.report_wait_s, step_time)
+            out["report_wait_s"] = min(self.report_wait_s, step_time)
             self.report_wait_s = None
         if self.loader_used:
             out["data_wait_s"] = self.waited_s
             # Of the loop's working time: the time blocked handing the last report over is
             # the driver's (late on a busy machine), not the loop's, and would dilute it.
-            working = step_time - report_wait
+            working = working_time(out) or 0.0
             out["data_wait_fraction"] = min(self.waited_s / working, 1.0) if working > 0 \
                 else 0.0
         if self.process is not None:
