@@ -40,9 +40,9 @@ def ray_local():
     ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR",
              log_to_driver=False)
     yield ray
-    from searchsvc.driver import raycompat
+    from searchsvc.driver.shutdown import shutdown_ray
 
-    raycompat.shutdown()  # as the driver does: no other thread's collection can end pytest
+    shutdown_ray()  # as the driver does: no other thread's collection can end pytest
 
 
 @pytest.fixture(scope="session")

@@ -597,9 +597,9 @@ def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
         check_capacity(spec)  # before any task waits for resources that never come
         yield
     finally:
-        from searchsvc.driver import raycompat
+        from searchsvc.driver.shutdown import shutdown_ray
 
-        raycompat.shutdown()
+        shutdown_ray()
 
 
 def _driver_info() -> dict[str, Any]:
