@@ -98,6 +98,7 @@ def _walls(log: Path) -> list[float]:
 
 def run_searchsvc(workers: int, epochs: int, folder: Path) -> float:
     from searchsvc.driver import RunOptions, create_study, run_study
+    from searchsvc.searchers import create_searcher
     from searchsvc.store import SqlStore
     from searchsvc.usecases import validate_text
 
@@ -118,8 +119,9 @@ def run_searchsvc(workers: int, epochs: int, folder: Path) -> float:
     spec = validate_text(text, file=str(folder / "ddp.yaml"))
     store = SqlStore(f"sqlite:///{folder / 'db.sqlite'}")
     options = RunOptions(live_progress=False, results_root=folder / "results")
-    create_study(spec, store, options)
-    run_study(spec.name, store, options)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    run_study(spec.name, store, options, searcher=searcher)
     [trial] = store.get_trials(spec.name)
     assert trial.state == "completed", trial.error
     return _throughput(_walls(folder / "walls.txt"))

@@ -87,6 +87,7 @@ def run_one(searcher: str, seed: int, model: str = "cnn", trials: int = FULL_TRI
             time_limit_s: float | None = None, proposer: str | None = None,
             watch: bool = False) -> dict[str, Any]:
     from searchsvc.driver import RunOptions, create_study, run_study
+    from searchsvc.searchers import create_searcher
     from searchsvc.store import SqlStore
     from searchsvc.usecases import validate_text
 
@@ -112,8 +113,9 @@ def run_one(searcher: str, seed: int, model: str = "cnn", trials: int = FULL_TRI
         spec = validate_text(text, file=str(SPACE))
         run = RunOptions(results_root=Path(tmp) / "results", live_progress=False,
                          progress_stream=io.StringIO(), num_cpus=2)
-        create_study(spec, store, run)
-        run_study(spec.name, store, run)
+        searcher = create_searcher(spec)
+        create_study(spec, store, run, searcher=searcher)
+        run_study(spec.name, store, run, searcher=searcher)
         trials = store.get_trials(spec.name, measurements=True)
         # From the first trial's start: starting the embedded Ray (seconds) is not the searcher's
         start = min(t.started_at for t in trials if t.started_at is not None)

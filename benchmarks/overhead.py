@@ -61,6 +61,7 @@ def run_searchsvc(workload: str, trials: int, workers: int, folder: Path) -> dic
     from workloads import DIGITS_EPOCHS, TRIVIAL_STEPS
 
     from searchsvc.driver import RunOptions, create_study, run_study
+    from searchsvc.searchers import create_searcher
     from searchsvc.store import SqlStore
     from searchsvc.usecases import validate_text
 
@@ -80,8 +81,9 @@ def run_searchsvc(workload: str, trials: int, workers: int, folder: Path) -> dic
     import ray.tune  # noqa: F401  (imported before the clock starts, as for stock Ray Tune)
 
     started, started_at = time.perf_counter(), time.time()
-    create_study(spec, store, options)
-    run_study(spec.name, store, options)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    run_study(spec.name, store, options, searcher=searcher)
     wall = time.perf_counter() - started
     records = store.get_trials(spec.name, measurements=True)
     first = min(t.started_at for t in records if t.started_at is not None)

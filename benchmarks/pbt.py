@@ -53,7 +53,7 @@ def study_text(seed: int, variant: str, synch: bool) -> str:
 
 def run_one(seed: int, variant: str, synch: bool) -> dict[str, Any]:
     """One PBT run of the toy: its scores against the fixed-rate baselines of that seed."""
-    from searchsvc.core import EVENT_EXPLOIT
+    from searchsvc.core import EventKind
     from searchsvc.driver import RunOptions, create_study, run_study
     from searchsvc.searchers import create_searcher
     from searchsvc.store import SqlStore
@@ -68,11 +68,12 @@ def run_one(seed: int, variant: str, synch: bool) -> dict[str, Any]:
         run = RunOptions(results_root=Path(tmp) / "results", live_progress=False,
                          progress_stream=io.StringIO(), num_cpus=2)
         started = time.monotonic()
-        create_study(spec, store, run)
-        run_study(spec.name, store, run)
+        searcher = create_searcher(spec)
+        create_study(spec, store, run, searcher=searcher)
+        run_study(spec.name, store, run, searcher=searcher)
         wall_s = time.monotonic() - started
         trials = store.get_trials(spec.name)
-        exploits = len(store.get_events(spec.name, kind=EVENT_EXPLOIT))
+        exploits = len(store.get_events(spec.name, kind=EventKind.EXPLOIT))
         store.close()
     # The store keeps each trial's initial config; PBT's changes are in its exploit events.
     initial = max((t.config["learning_rate"] for t in trials),

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE  # noqa: E402
+from searchsvc.core import TrialState  # noqa: E402
 from searchsvc.reporting import write_report  # noqa: E402
 from searchsvc.searchers import create_searcher  # noqa: E402
 from searchsvc.spec import parse_spec  # noqa: E402
@@ -82,7 +82,7 @@ def ingest(store: Store, trials: int, steps: int, *, per_step: bool) -> tuple[fl
             store.record_measurements(trial.id, 1, "min", items)
         results += len(items)
         bad = any(not math.isfinite(r["val_loss"]) for r in rows)
-        store.finish_trial(trial.id, TRIAL_INFEASIBLE if bad else TRIAL_COMPLETED)
+        store.finish_trial(trial.id, TrialState.INFEASIBLE if bad else TrialState.COMPLETED)
     store.update_study(spec.name, state="completed")
     return time.perf_counter() - started, results
 

@@ -147,7 +147,7 @@ def worker(args: argparse.Namespace) -> None:
 def populate(store: Any, name: str, owner: str, trials: int, steps: int) -> float:
     """A completed study of ``trials`` trials with ``steps`` measurements each, written through
     the Store API as the runner writes it (start, measurements, finish). Returns seconds."""
-    from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE
+    from searchsvc.core import TrialState
     from searchsvc.searchers import create_searcher
     from searchsvc.spec import parse_spec
 
@@ -182,7 +182,7 @@ def populate(store: Any, name: str, owner: str, trials: int, steps: int) -> floa
                                               "val_error": val / 2.3}))
                 store.record_measurements(trial.id, 1, spec.mode, items)
                 bad = any(not math.isfinite(v) for _, v, _ in items)
-                store.finish_trial(trial.id, TRIAL_INFEASIBLE if bad else TRIAL_COMPLETED)
+                store.finish_trial(trial.id, TrialState.INFEASIBLE if bad else TrialState.COMPLETED)
     store.update_study(name, state="completed", finished_at=time.time())
     return time.perf_counter() - started
 

@@ -10,7 +10,15 @@ A page asks for one with a marker line, ``<!-- generated: NAME -->``:
 - ``exit-codes``: the command line's exit codes and the service's HTTP statuses, from the
   ``searchsvc.errors.SearchsvcError`` hierarchy;
 - ``benchmark-results``: ``benchmarks/RESULTS.md``, with its links to recorded results turned
-  into paths.
+  into paths;
+- ``cli-reference``: every command of the ``searchsvc`` command line, walking the Click command
+  tree of the Typer app (``searchsvc.cli.app``): usage, help, arguments and options, as
+  ``searchsvc COMMAND --help`` prints them;
+- ``searcher-options``: every registered searcher (``searchsvc.plugins.SEARCHERS``) with its
+  summary, whether it searches several objectives, runs seed repeats and stops trials at rungs
+  (multi-fidelity), and the
+  ``searcher_options`` it accepts, from the JSON Schema of its ``Options`` model (the model
+  that validates them).
 
 An unknown marker, or one whose section fails to render, fails the build. The hooks also render
 the docstrings' reST cross-references (``:class:`...```) on the Python API page as code.
@@ -248,11 +256,123 @@ def render_benchmark_results() -> str:
     return RESULT_LINK.sub(lambda m: f"`benchmarks/{m.group(2)}`", text)
 
 
+# --- the command line -------------------------------------------------------------------------
+
+
+def _cli_commands() -> list[tuple[str, Any, Any]]:
+    """(full name, command, context) of every command of ``searchsvc``, in the order
+    ``searchsvc --help`` lists them, a group's subcommands after it. The commands are Click's
+    (as vendored by Typer): a group is a command that lists subcommands."""
+    import typer
+
+    from searchsvc.cli import app
+
+    root = typer.main.get_command(app)
+    found: list[tuple[str, Any, Any]] = []
+
+    def walk(command: Any, ctx: Any) -> None:
+        if not hasattr(command, "list_commands"):
+            found.append((ctx.command_path, command, ctx))
+            return
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            if sub is None or sub.hidden:
+                continue
+            walk(sub, sub.context_class(sub, info_name=name, parent=ctx))
+
+    walk(root, root.context_class(root, info_name="searchsvc"))
+    return found
+
+
+def _help(text: str | None) -> str:
+    """A command's or parameter's help as one paragraph of markdown (Click's ``\\b`` marks and
+    line breaks folded)."""
+    return _cell((text or "").replace("\b", ""))
+
+
+def _cli_param(param: Any, ctx: Any) -> str:
+    """One table row of a parameter: its names and value (e.g. ``--storage <str>``) and its help
+    with the default, environment variable and bounds, as ``--help`` prints them."""
+    record = param.get_help_record(ctx)
+    names, text = record if record else (param.name, "")
+    if param.param_type_name == "argument":
+        names = names.upper()
+    return f"| `{names}` | {_help(text)} |"
+
+
+def render_cli_reference() -> str:
+    """Every command: a table of them, then each one's usage, help, arguments and options."""
+    commands = _cli_commands()
+    out = ["| command | what it does |", "|---|---|"]
+    for path, command, _ in commands:
+        first = _help(command.get_short_help_str(limit=200))
+        out.append(f"| [`{path}`](#{_anchor(path, 'cli')}) | {first} |")
+    out.append("")
+    for path, command, ctx in commands:
+        usage = " ".join(command.collect_usage_pieces(ctx))
+        usage = re.sub(r"\{(\w+)\}", lambda m: m.group(1).upper(), usage)  # {spec}: SPEC
+        out += [f"### `{path}` {{#{_anchor(path, 'cli')}}}", "",
+                "```", f"{path} {usage}".rstrip(), "```", "", _help(command.help), ""]
+        arguments = [p for p in command.params if p.param_type_name == "argument"]
+        options = [p for p in command.params
+                   if p.param_type_name == "option" and not p.hidden]
+        if arguments:
+            out += ["| argument | description |", "|---|---|",
+                    *(_cli_param(p, ctx) for p in arguments), ""]
+        if options:
+            out += ["| option | description |", "|---|---|",
+                    *(_cli_param(p, ctx) for p in options), ""]
+    return "\n".join(out)
+
+
+# --- searchers and their options --------------------------------------------------------------
+
+
+def render_searcher_options() -> str:
+    """Per registered searcher: its summary, what it supports, and a table of the options its
+    ``Options`` model accepts (types, defaults and bounds from the model's JSON Schema)."""
+    from searchsvc.plugins import SEARCHERS
+
+    out = ["| searcher | several objectives | seed repeats | multi-fidelity | options |",
+           "|---|---|---|---|---|"]
+    for name in SEARCHERS.names():
+        cls = SEARCHERS.get(name)
+        fields = list(cls.Options.model_json_schema().get("properties", {}))
+        options = ", ".join(f"`{f}`" for f in fields) or "none"
+        out.append(f"| [`{name}`](#{_anchor(name, 'searcher')}) | "
+                   f"{'yes' if cls.multi_objective else 'no'} | "
+                   f"{'yes' if cls.repeats_supported else 'no'} | "
+                   f"{'yes' if cls.multi_fidelity else 'no'} | {options} |")
+    out.append("")
+    for name in SEARCHERS.names():
+        cls = SEARCHERS.get(name)
+        schema = cls.Options.model_json_schema()
+        defs = schema.get("$defs", {})
+        out += [f"### `{name}` {{#{_anchor(name, 'searcher')}}}", "",
+                _cell(cls.summary[:1].upper() + cls.summary[1:]) + ".", ""]
+        if not cls.multi_objective:
+            out += [f"One objective only: {_cell(cls.single_objective_because)}.", ""]
+        if not cls.repeats_supported:
+            out += [f"No seed repeats: {_cell(cls.no_repeats_because)}.", ""]
+        properties = schema.get("properties", {})
+        if not properties:
+            out += ["`searcher_options`: none (an empty mapping or left out).", ""]
+            continue
+        out += ["| option | type | default | description |", "|---|---|---|---|"]
+        for key, node in properties.items():
+            out.append(f"| `{key}` | {_type_of(node, defs, None)} | {_default(node, False)} | "
+                       f"{_cell(node.get('description') or '')} |")
+        out.append("")
+    return "\n".join(out)
+
+
 RENDERERS = {
     "study-file-schema": render_study_file_schema,
     "rest-api": render_rest_api,
     "exit-codes": render_exit_codes,
     "benchmark-results": render_benchmark_results,
+    "cli-reference": render_cli_reference,
+    "searcher-options": render_searcher_options,
 }
 
 

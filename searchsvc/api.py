@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 
-from searchsvc.core import STUDY_CREATED, STUDY_RUNNING, StudyRecord, TrialRecord
+from searchsvc.core import StudyRecord, StudyState, TrialRecord
 from searchsvc.errors import SearchsvcError
 from searchsvc.spec import StudySpec, spec_of
 from searchsvc.store import StudyReader, open_store
@@ -36,9 +36,8 @@ from searchsvc.store import StudyReader, open_store
 if TYPE_CHECKING:
     import pandas as pd
 
-    from searchsvc.analysis import StudyAnalysis
-    from searchsvc.analysis.compare import Comparison
     from searchsvc.client import ServiceClient
+    from searchsvc.usecases import Campaign, Comparison, StudyAnalysis
 
 StudySource = str | Path | Mapping[str, Any] | StudySpec
 
@@ -83,14 +82,9 @@ class Study:
         """One row per trial, its config flattened into columns: the table of trials.csv."""
         import pandas as pd
 
-        from searchsvc.report.tables import trial_table
-        from searchsvc.reporting import TELEMETRY_STEPS_LIMIT
+        from searchsvc import usecases
 
-        trials = self.trials
-        if sum(t.last_step or 0 for t in trials) <= TELEMETRY_STEPS_LIMIT:
-            # the steps' telemetry, for its per-trial summary columns (as trials.csv reads it)
-            trials = self.reader.get_trials(self.name, measurements=True)
-        header, rows = trial_table(trials)
+        header, rows = usecases.trial_table(self.name, self.reader)
         frame = pd.DataFrame(rows, columns=header)
         # Missing values as NaN (as read_csv gives them), with each column's own dtype.
         return frame.astype(object).where(frame.notna(), float("nan")).infer_objects()
@@ -107,9 +101,9 @@ class Study:
     def report(self, *, top_fraction: float = 0.2) -> StudyAnalysis:
         """The findings (boundary checks, isolation, curves, importance, next study) as typed
         objects: the data report.json holds. Writes nothing; :meth:`write_report` does."""
-        from searchsvc.reporting import analyze_stored
+        from searchsvc import usecases
 
-        return analyze_stored(self.reader, self.record, self.spec, top_fraction)[1]
+        return usecases.findings(self.reader, self.record, self.spec, top_fraction)[1]
 
     def write_report(self, out_dir: str | Path | None = None) -> Path:
         """Write the report files (as ``searchsvc report``; a remote study's here, from what
@@ -125,14 +119,9 @@ class Study:
         ``axes`` (each searched parameter's values against the metric: the boundary checks),
         ``curves``, ``importance``, ``scheduler`` and, with several objectives, ``pareto``;
         a notebook shows each one inline."""
-        from searchsvc.report.figures import report_figures
-        from searchsvc.report.plotdata import report_plots
-        from searchsvc.reporting import analyze_stored
+        from searchsvc import usecases
 
-        trials, analysis = analyze_stored(self.reader, self.record, self.spec)
-        drawn = report_figures(report_plots(self.spec, trials, analysis))
-        return {section: [figure for _, figure in figures]
-                for section, figures in drawn.items()}
+        return usecases.figures(self.reader, self.record, self.spec)
 
     def compare(self, baseline: Study | str) -> Comparison:
         """Whether this study's best beats ``baseline``'s (a study in the same store, or its
@@ -146,12 +135,29 @@ class Study:
         """The suggested next study file (YAML), as next_study.yaml."""
         return self.report().next_study.text
 
+    def campaign(self) -> Campaign:
+        """The campaign this study is a round of (``searchsvc next`` makes rounds), as
+        ``searchsvc campaign`` shows it: every round's space, best with its noise, verdicts,
+        decisions with their evidence and compute. A study in no campaign is the one round of
+        its own. A study on a server: the server's timeline (``GET /campaigns/{name}``)."""
+        from searchsvc import usecases
+        from searchsvc.client import RemoteStudies
+        from searchsvc.errors import UsageError
+        from searchsvc.store import Store
+
+        name = usecases.campaign_name(self.record)
+        if isinstance(self.reader, RemoteStudies):
+            return self.reader.get_campaign(name)
+        if not isinstance(self.reader, Store):
+            raise UsageError("campaign() needs a store or a server to read studies from")
+        return usecases.campaign(name, self.reader, owner=self.record.owner)
+
     def wait(self, *, every: float = 2.0, timeout: float | None = None) -> StudyRecord:
         """Wait until the study is no longer created or running (a study submitted to a
         server, or run by another process); its record then. :class:`TimeoutError` after
         ``timeout`` seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while (record := self.record).state in (STUDY_CREATED, STUDY_RUNNING):
+        while (record := self.record).state in (StudyState.CREATED, StudyState.RUNNING):
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"study {self.name!r} is still {record.state} after "
                                    f"{timeout:g} s")
@@ -190,7 +196,6 @@ def run(study: StudySource, *, objective: Callable[..., Any] | None = None,
     it and estimate the study's cost, as ``searchsvc run`` does (a server preflights a
     submitted study itself before its first trial; ``False`` asks it not to)."""
     from searchsvc import usecases
-    from searchsvc.driver import RunOptions
 
     if objective is not None:
         study = _giving(study, objective)
@@ -205,8 +210,9 @@ def run(study: StudySource, *, objective: Callable[..., Any] | None = None,
                                  "runs a submitted study with its own")
         return _submit(spec, _client(server, token), code, wait, preflight)
     store = open_store(storage)
-    options = RunOptions(address=address, results_root=Path(results) if results else None,
-                         num_cpus=num_cpus, verbose=verbose)
+    options = usecases.RunOptions(address=address,
+                                  results_root=Path(results) if results else None,
+                                  num_cpus=num_cpus, verbose=verbose)
     usecases.run(spec, store, options, overwrite=overwrite, preflight=preflight)
     return Study(spec.name, store)
 
@@ -261,7 +267,7 @@ def _submit(spec: StudySpec, client: ServiceClient, code: str | Path | Literal[F
 def _giving(study: StudySource, function: Callable[..., Any]) -> StudySource:
     """``study`` naming ``function`` as its objective, which this process (and every worker it
     ships the function to) resolves to it."""
-    from searchsvc.worker.objective import give_objective, objective_ref
+    from searchsvc.usecases import give_objective, objective_ref
 
     ref = objective_ref(function)
     if isinstance(study, Mapping):

@@ -15,28 +15,26 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
 from rich.text import Text
 
 from searchsvc import __version__
-from searchsvc.core import (
-    STUDY_COMPLETED,
-    STUDY_CREATED,
-    STUDY_FAILED,
-    STUDY_INTERRUPTED,
-    STUDY_RUNNING,
-)
+from searchsvc.core import StudyState
 from searchsvc.errors import SearchsvcError, SpecError
 from searchsvc.store import Store, open_store
 
 if TYPE_CHECKING:
-    from searchsvc.analysis.compare import Comparison
     from searchsvc.api import Study
     from searchsvc.client import RemoteStudies
     from searchsvc.core import StudyRecord
-    from searchsvc.driver.preflight import PreflightResult
-    from searchsvc.driver.run import RunOutcome
-    from searchsvc.usecases import StudyRun
+    from searchsvc.usecases import (
+        Campaign,
+        Comparison,
+        PreflightResult,
+        Replay,
+        RunOutcome,
+        StudyRun,
+    )
 
 app = typer.Typer(
     name="searchsvc", no_args_is_help=True, pretty_exceptions_enable=False, add_completion=False,
@@ -117,10 +115,9 @@ def run(
     """Run a study: validate it, preflight it, run its trials on Ray Tune, store them, write
     the report."""
     from searchsvc import usecases
-    from searchsvc.driver import RunOptions
 
     parsed = usecases.validate(spec)
-    options = RunOptions(address=address, results_root=results, num_cpus=num_cpus,
+    options = usecases.RunOptions(address=address, results_root=results, num_cpus=num_cpus,
                          verbose=verbose)
     _print_run(usecases.run(parsed, _store(storage, store_outage), options, overwrite=overwrite,
                             preflight=not no_preflight, on_preflight=_print_preflight))
@@ -138,24 +135,22 @@ def preflight(
     """Run the objective at the centre of the space for a few steps with one trial's
     resources: check it imports, reports the study's metrics, finite values (and the sdk's
     overfit-one-batch and initial-loss checks); print the time per step and the study's
-    estimated cost. Exit 12 with FILE:LINE messages when a check fails."""
+    estimated cost. Exit 2 with FILE:LINE messages when a check fails."""
     from searchsvc import usecases
-    from searchsvc.driver import RunOptions
-    from searchsvc.driver.preflight import raise_if_failed
 
     parsed = usecases.validate(spec)
-    found = usecases.preflight(parsed, RunOptions(address=address, num_cpus=num_cpus,
-                                                  verbose=verbose))
+    found = usecases.preflight(parsed, usecases.RunOptions(address=address, num_cpus=num_cpus,
+                                                           verbose=verbose))
     _print_preflight(found)
-    raise_if_failed(found)
+    usecases.raise_if_failed(found)
 
 
 def _print_preflight(found: PreflightResult) -> None:
-    from searchsvc.analysis.preflight import ADVISORY_CHECKS
+    from searchsvc.usecases import is_advisory
 
     marks = {True: "ok  ", False: "FAIL", None: "skip"}
     for check in found.checks:
-        mark = "WARN" if check.ok is False and check.name in ADVISORY_CHECKS else marks[check.ok]
+        mark = "WARN" if check.ok is False and is_advisory(check.name) else marks[check.ok]
         out.print(f"preflight {mark} {check.name}: {check.detail}", markup=False)
     for line in found.lines():
         if not line.startswith("Preflight failed"):
@@ -176,11 +171,89 @@ def resume(
 ) -> None:
     """Continue an interrupted study: finished trials are kept and never re-run."""
     from searchsvc import usecases
-    from searchsvc.driver import RunOptions
 
-    options = RunOptions(address=address, num_cpus=num_cpus, verbose=verbose)
+    options = usecases.RunOptions(address=address, num_cpus=num_cpus, verbose=verbose)
     _print_run(usecases.resume(study, _store(storage, store_outage), options,
                                preflight=not no_preflight, on_preflight=_print_preflight))
+
+
+@app.command("next")
+def next_round(
+    study: Annotated[str, typer.Argument(help="The study whose suggested next study to run.")],
+    edit: Annotated[bool, typer.Option(
+        "--edit", help="Open the suggested study file in $EDITOR before running it.")] = False,
+    file: Annotated[Path | None, typer.Option(
+        "--file", help="Run this study file (your edit of the suggestion) instead.")] = None,
+    address: AddressOpt = None,
+    storage: StorageOpt = None,
+    results: ResultsOpt = None,
+    num_cpus: Annotated[int | None, typer.Option("--num-cpus")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    no_preflight: Annotated[bool, typer.Option("--no-preflight")] = False,
+) -> None:
+    """Run the study's suggested next study as the next round of its campaign: warm-started
+    from it, with the decisions that made it (and their evidence) recorded; see `searchsvc
+    campaign`."""
+    from searchsvc import usecases
+    from searchsvc.errors import UsageError
+
+    if edit and file is not None:
+        raise UsageError("--edit and --file: give one")
+    store = _store(storage)
+    text = None
+    if file is not None:
+        text = file.read_text()
+    elif edit:
+        import click
+
+        text = click.edit(usecases.suggested_next(study, store), extension=".yaml")
+        if text is None:
+            raise UsageError("the study file was not saved: nothing to run")
+    options = usecases.RunOptions(address=address, results_root=results, num_cpus=num_cpus,
+                                  verbose=verbose)
+    _print_run(usecases.next_round(study, store, options, text=text, preflight=not no_preflight,
+                                   on_preflight=_print_preflight))
+
+
+@app.command()
+def campaign(
+    name: Annotated[str, typer.Argument(help="The campaign (its first study's name).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the timeline as JSON.")] = False,
+    storage: StorageOpt = None,
+    server: ServerOpt = None,
+    token: TokenOpt = None,
+) -> None:
+    """A campaign's rounds as a timeline: each round's search space, best with its seed
+    noise, verdicts, the decisions that made it with their evidence, and compute spent.
+    With --server, one of your campaigns on that server."""
+    from searchsvc import usecases
+
+    found = (usecases.campaign_from_json(_client(server, token).campaign(name)) if server
+             else usecases.campaign(name, _store(storage)))
+    if as_json:
+        sys.stdout.write(json.dumps(found.as_dict(), indent=2, default=str) + "\n")
+        return
+    for line in campaign_lines(found):
+        out.print(line, markup=False)
+
+
+def campaign_lines(found: Campaign) -> list[str]:
+    """The timeline as text: a block per round."""
+    lines = [f"campaign {found.name}: {len(found.rounds)} rounds"]
+    for r in found.rounds:
+        best = "no result yet" if r.best_value is None else (
+            f"best {r.metric} {r.best_value:.4g} (trial {r.best_trial})"
+            + ("" if r.noise is None else f" ± seed noise {r.noise:.3g}"))
+        lines += ["", f"round {r.round}: {r.study} ({r.state}) — {best}",
+                  f"  compute: {r.trials} trials, {r.steps} steps, "
+                  f"{r.trial_hours:.3g} trial-hours, {r.gpu_hours:.3g} GPU-hours",
+                  "  space: " + "; ".join(r.space)]
+        lines += [f"  verdict: {v}" for v in r.verdicts]
+        for d in r.decisions:
+            evidence = ", ".join(f"{k}={_short(v)}" for k, v in d.evidence.items())
+            lines.append(f"  decision ({d.kind}): {d.text}"
+                         + (f" [evidence: {evidence}]" if evidence else ""))
+    return lines
 
 
 def run_summary(outcome: RunOutcome, front: list[int] | None = None) -> list[str]:
@@ -188,29 +261,28 @@ def run_summary(outcome: RunOutcome, front: list[int] | None = None) -> list[str
     state, its trials finished (an interrupted trial is not), why it stopped, and its best
     (core.judging's, as the store gives it) or, with several objectives, its Pareto front."""
     study = outcome.study
-    lines = [f"study {study.name}: {study.state} — {outcome.finished}/{outcome.total} trials "
-             f"finished ({outcome.reason})"]
+    lines = [f"study {study.name}: {study.state} — {outcome.counts()} ({outcome.reason})"]
     if front is not None:
         lines.append(f"Pareto front: {len(front)} trials ({', '.join(map(str, front))})"
                      if front else "Pareto front: no feasible trial reported every objective")
     elif study.best_value is not None:
         lines.append(f"best {study.metric}: {study.best_value:.6g}")
-    if study.state == STUDY_INTERRUPTED:
+    if study.state == StudyState.INTERRUPTED:
         lines.append(f"continue it with: searchsvc resume {study.name}")
+    elif study.state == StudyState.FAILED and outcome.finished < outcome.total:
+        lines.append(f"once fixed, continue it with: searchsvc resume {study.name}")
     return lines
 
 
 def _print_run(done: StudyRun) -> None:
-    from searchsvc.driver.run import STOPPED_BY_CTRL_C
-
     outcome, report = done.outcome, done.report
     front = None if report.pareto_front is None else list(report.pareto_front)
     for line in run_summary(outcome, front):
         out.print(line, markup=False)
     out.print(f"report: {report.main.resolve()}")
-    if outcome.reason == STOPPED_BY_CTRL_C:
+    if done.stopped_by_ctrl_c:
         raise typer.Exit(130)
-    if outcome.study.state == STUDY_FAILED:
+    if outcome.study.state == StudyState.FAILED:
         raise typer.Exit(1)
 
 
@@ -268,15 +340,15 @@ def _study_table(studies: list[StudyRecord]) -> Table:
 def show(study: Annotated[str, typer.Argument()], storage: StorageOpt = None,
          server: ServerOpt = None, token: TokenOpt = None) -> None:
     """Show a study's state, counts and best trials. With --server, a study on that server."""
-    from searchsvc import api
-    from searchsvc.analysis import summarize
+    from searchsvc import api, usecases
 
     found = api.load(study, storage=None if server else storage, server=server or None,
                      token=token)
     record = found.record
-    summary = summarize(record, found.trials)
+    summary = usecases.summary(record, found.trials)
     out.print(f"[b]{record.name}[/b] — {record.state}, searcher {record.searcher}, "
               f"metric {record.metric} ({record.mode})")
+    _print_failure(record)
     repeats = sum(summary.repeat_counts.values())
     out.print("trials: " + (", ".join(f"{n} {k}" for k, n in summary.counts.items() if n)
                             or "none yet")
@@ -309,11 +381,10 @@ def compare(
     import json
 
     from searchsvc import usecases
-    from searchsvc.report.data import comparison_data
 
     found = usecases.compare(baseline, candidate, _reader(storage, server, token))
     if as_json:
-        sys.stdout.write(json.dumps(comparison_data(found), indent=2) + "\n")
+        sys.stdout.write(json.dumps(usecases.comparison_json(found), indent=2) + "\n")
         return
     for each in found.objectives or (found,):
         out.print(_comparison_table(each))
@@ -330,6 +401,53 @@ def _comparison_table(found: Comparison) -> Table:
         table.add_row(side.study, "" if side.number is None else str(side.number),
                       "" if side.mean is None else f"{side.mean:.4g}", interval,
                       str(side.repeats), "" if side.value is None else f"{side.value:.4g}")
+    return table
+
+
+@app.command()
+def replay(
+    study: Annotated[str, typer.Argument(help="A finished study whose trials ran every step.")],
+    scheduler: Annotated[list[str] | None, typer.Option(
+        "--scheduler", help="Replay only this rule: asha, hyperband, median or percentile "
+        "(repeat for several; default: all).")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        min=1, help="Trials at a time (default: the study's budget.max_concurrent).")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", min=1, help="The best trials every "
+                                       "recommended setting must keep.")] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the replay as JSON "
+                                          "(report.json's `replay`).")] = False,
+    storage: StorageOpt = None,
+) -> None:
+    """Would early stopping have paid off? Replays the study's stored curves under ASHA,
+    Hyperband, the median and a percentile rule (several settings each), in the order its
+    trials ran, and names the most aggressive setting that keeps its top trials."""
+    import json
+
+    from searchsvc import usecases
+
+    found = usecases.replay(study, _store(storage), scheduler, concurrency=concurrency,
+                            top_k=top_k)
+    if as_json:
+        sys.stdout.write(json.dumps(found.as_dict(), indent=2) + "\n")
+        return
+    out.print(_replay_table(found))
+    out.print(Text.assemble(("recommended" if found.recommended else "no recommendation",
+                             "bold"), f": {found.reason}"))
+
+
+def _replay_table(found: Replay) -> Table:
+    """One row per replayed setting: steps and GPU-hours saved, top trials kept, best value."""
+    # A setting is copied into a study file as it is: never folded, whatever the width.
+    table = Table(Column("setting", no_wrap=True), "steps saved", "GPU-hours saved",
+                  f"top {len(found.top_k)} kept", f"best {found.metric}", "rank corr.",
+                  title=f"{found.trials} full curves, {found.concurrency} at a time")
+    for s in found.settings:
+        lost = [str(n) for n, kept in s.top_k.items() if not kept]
+        table.add_row(s.rule.label, f"{s.step_saving:.0%}",
+                      "" if s.gpu_hours_saved is None else f"{s.gpu_hours_saved:.3g}",
+                      "all" if not lost else "stops " + ", ".join(lost),
+                      "" if s.best_value is None else f"{s.best_value:.4g}",
+                      "" if s.rank_correlation is None else f"{s.rank_correlation:.2f}")
     return table
 
 
@@ -394,6 +512,14 @@ def _print_remote(study: StudyRecord | dict) -> None:
     counts = s.counts.describe()
     best = "" if s.best_value is None else f" · best {s.metric} {s.best_value:.6g}"
     out.print(f"{s.name}: {s.state} · {counts} of {s.total_trials}{best}")
+    _print_failure(s)
+
+
+def _print_failure(study: StudyRecord) -> None:
+    """Why a failed study failed, when that was recorded."""
+    why = study.failure
+    if why:
+        out.print(f"  why: {why}", markup=False)
 
 
 @app.command()
@@ -438,14 +564,14 @@ def status(study: Annotated[str, typer.Argument()], server: ServerOpt = None,
     remote = _remote(study, server, token)
     shown = remote.record
     _print_remote(shown)
-    while wait and shown.state in (STUDY_CREATED, STUDY_RUNNING):
+    while wait and shown.state in (StudyState.CREATED, StudyState.RUNNING):
         time.sleep(every)
         now = remote.record
         if (now.state, now.trial_counts, now.best_value) != (
                 shown.state, shown.trial_counts, shown.best_value):
             _print_remote(now)
         shown = now
-    if wait and shown.state != STUDY_COMPLETED:
+    if wait and shown.state != StudyState.COMPLETED:
         raise typer.Exit(1)
 
 
@@ -540,10 +666,9 @@ def spaces_infer(
 ) -> None:
     """Write a starter study file from a KerasTuner hypermodel's declared hyperparameters
     (those it registers when built once with default values)."""
-    from searchsvc.backends.keras import starter_study
-    from searchsvc.worker.objective import resolve_objective, search_paths_for
+    from searchsvc.usecases import keras_starter_study
 
-    text = starter_study(objective, resolve_objective(objective, search_paths_for(None)))
+    text = keras_starter_study(objective)
     if out_file is None:
         sys.stdout.write(text)
     else:
@@ -575,13 +700,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err.print("interrupted")
         return 130
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            return exc.exit_code
-        raise
+    except typer.TyperException as exc:
+        # Usage errors (an unknown command or option, a bad value) arrive here in
+        # non-standalone mode, as the click that typer carries raises them: shown as click
+        # shows them (usage line, "Error: ..."), never as a traceback.
+        show = getattr(exc, "show", None)
+        if show is None:
+            raise
+        show()
+        return int(getattr(exc, "exit_code", 2))
     return code if isinstance(code, int) else 0
 
 

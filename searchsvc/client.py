@@ -13,7 +13,7 @@ import urllib.request
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from searchsvc.core import (
     Constraint,
@@ -25,6 +25,7 @@ from searchsvc.core import (
     TrialRecord,
     TrialState,
 )
+from searchsvc.core.callables import CallableRef
 from searchsvc.errors import (
     CodeBundleError,
     ConflictError,
@@ -34,6 +35,9 @@ from searchsvc.errors import (
     ServiceError,
     SpecError,
 )
+
+if TYPE_CHECKING:
+    from searchsvc.usecases import Campaign
 
 
 class RemoteSpecError(SpecError):
@@ -96,6 +100,10 @@ class ServiceClient:
         """What the study's schedulers did to its trials, in order."""
         return self._json("GET", f"/studies/{_quote(name)}/events")
 
+    def campaign(self, name: str) -> dict[str, Any]:
+        """Campaign ``name``'s timeline, as ``searchsvc campaign --json`` prints it."""
+        return self._json("GET", f"/campaigns/{_quote(name)}")
+
     def cancel(self, name: str) -> dict[str, Any]:
         return self._json("POST", f"/studies/{_quote(name)}/cancel")
 
@@ -141,7 +149,7 @@ def default_code_folder(client: ServiceClient, objective: str, folder: Path) -> 
     policy = client.code_policy() if found is not None else None
     if found is None or policy is None or policy["may_upload_code"]:
         return found
-    module, prefixes = objective.partition(":")[0], list(policy["allow_objectives"])
+    module, prefixes = CallableRef.parse(objective).module, list(policy["allow_objectives"])
     if allowed_module(module, prefixes):
         return None
     raise PermissionDeniedError(
@@ -176,7 +184,7 @@ def submit_study(client: ServiceClient, text: str, objective: str, folder: Path 
     if code is None and folder is not None:
         chosen = default_code_folder(client, objective, folder)
         if chosen is None and own_code_folder(objective, folder) is not None:
-            server_imports = objective.partition(":")[0]
+            server_imports = CallableRef.parse(objective).module
     upload = client.upload_code(pack(chosen)) if chosen is not None else None
     answer = client.submit(text, code=None if upload is None else upload["sha256"],
                            preflight=preflight)
@@ -196,6 +204,12 @@ class RemoteStudies:
     def __init__(self, client: ServiceClient):
         self.client = client
         self.url = client.server
+
+    def get_campaign(self, name: str) -> Campaign:
+        """The user's campaign ``name``, as the server builds its timeline."""
+        from searchsvc.usecases import campaign_from_json
+
+        return campaign_from_json(self.client.campaign(name))
 
     def list_studies(self) -> list[StudyRecord]:
         """The user's studies, as the server lists them (without study files)."""
@@ -228,8 +242,7 @@ def study_record(data: Mapping[str, Any]) -> StudyRecord:
         finished_at=data["finished_at"], provenance=data.get("provenance", {}),
         trial_counts=dict(data["trial_counts"]), best_value=data["best_value"],
         owner=data.get("owner"), repeat_counts=dict(data.get("repeat_counts") or {}),
-        constraints=tuple(Constraint(c["metric"], c.get("min"), c.get("max"))
-                          for c in data.get("constraints") or ()))
+        constraints=tuple(Constraint.from_dict(c) for c in data.get("constraints") or ()))
 
 
 def trial_record(data: Mapping[str, Any]) -> TrialRecord:

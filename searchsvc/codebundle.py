@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from searchsvc.core.callables import CallableRef
 from searchsvc.errors import CodeBundleError
 from searchsvc.worker.objective import module_file
 
@@ -248,7 +249,7 @@ def own_code_folder(objective: str, folder: Path) -> Path | None:
     user's own code, which a server cannot have and so is uploaded with the study; None for an
     objective the server is to provide."""
     folder = folder.resolve()
-    return folder if module_in_bundle(folder, objective.partition(":")[0]) else None
+    return folder if module_in_bundle(folder, CallableRef.parse(objective).module) else None
 
 
 def allowed_module(module: str, prefixes: Sequence[str]) -> bool:

@@ -52,6 +52,8 @@ def collect(spec_file: str, seed: int) -> dict[str, Any]:
         "git": git_state(folder),
         "seed": seed,
         "command": " ".join(sys.argv),
+        # Where the study was launched from (its trials' working directory follows from it).
+        "launched_from": str(Path.cwd()),
     }
 
 
@@ -59,3 +61,18 @@ def code_path(study: StudyRecord) -> str | None:
     """Where the study's uploaded code bundle lies, if it has one."""
     code = study.provenance.get("code") or {}
     return str(code["path"]) if code.get("path") else None
+
+
+def launch_folder(code: str | None, recorded: str | None = None) -> str | None:
+    """The folder a study was launched from (``recorded`` when it was created, else this
+    process's current folder); None for a study with uploaded ``code``, whose workers start in
+    that code (see driver.settings.trial_workdir)."""
+    if code is not None:
+        return None
+    return recorded or str(Path.cwd())
+
+
+def launch_of(study: StudyRecord) -> str | None:
+    """The folder ``study`` was launched from (:func:`launch_folder`)."""
+    recorded = study.provenance.get("launched_from")
+    return launch_folder(code_path(study), str(recorded) if recorded else None)

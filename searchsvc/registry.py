@@ -13,6 +13,8 @@ import importlib
 from collections.abc import Iterator
 from typing import Generic, TypeVar
 
+from searchsvc.core.callables import CallableRef
+
 T = TypeVar("T")
 
 
@@ -30,11 +32,15 @@ class UnknownNameError(KeyError):
 class Registry(Generic[T]):
     """The named entries of one pluggable ``kind`` (used in error messages: ``searcher``)."""
 
-    def __init__(self, kind: str, entries: dict[str, T | str] | None = None):
+    def __init__(self, kind: str, entries: dict[str, T | str] | None = None,
+                 default: str | None = None):
         self.kind = kind
         self._entries: dict[str, T | str] = {}
         for name, entry in (entries or {}).items():
             self.register(name, entry)
+        if default is not None and default not in self._entries:
+            raise ValueError(f"default {kind} {default!r} is not registered")
+        self.default = default  # what a study file that names none gets
 
     def register(self, name: str, entry: T | str) -> None:
         """Make ``entry`` available as ``name``: the object, or ``"module:attribute"`` to import
@@ -45,6 +51,19 @@ class Registry(Generic[T]):
             raise ValueError(f"{self.kind} {name!r}: a lazy entry is 'module:attribute', got "
                              f"{entry!r}")
         self._entries[name] = entry
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (a plug-in that goes away; tests' throwaway entries)."""
+        if name == self.default:
+            raise ValueError(f"{self.kind} {name!r} is the default and stays registered")
+        if self._entries.pop(name, None) is None:
+            raise UnknownNameError(self.kind, name, self.names())
+
+    def default_name(self) -> str:
+        """The name a study file that names none gets (ValueError for a kind without one)."""
+        if self.default is None:
+            raise ValueError(f"no {self.kind} is the default")
+        return self.default
 
     def names(self) -> list[str]:
         """Every registered name, sorted."""
@@ -64,11 +83,16 @@ class Registry(Generic[T]):
         except (KeyError, TypeError):
             raise UnknownNameError(self.kind, name, self.names()) from None
         if isinstance(entry, str):
-            module, _, attribute = entry.partition(":")
-            loaded: T = getattr(importlib.import_module(module), attribute)
+            ref = CallableRef.parse(entry)
+            loaded: T = getattr(importlib.import_module(ref.module), ref.attribute)
             self._entries[name] = loaded
             return loaded
         return entry
+
+    def having(self, capability: str) -> list[str]:
+        """The names, sorted, whose entry declares ``capability`` as a true attribute (a
+        searcher's ``multi_fidelity``): what rules and messages about a capability list."""
+        return [name for name in self.names() if getattr(self.get(name), capability, False)]
 
 
 __all__ = ["Registry", "UnknownNameError"]

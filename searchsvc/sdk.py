@@ -11,8 +11,9 @@ from searchsvc.worker.sdk import (
     run_locally,
     seed_everything,
     trial_context,
+    trial_dir,
     watch,
 )
 
 __all__ = ["data_loader", "device", "max_steps", "preflight_checks", "report", "restore",
-           "run_locally", "seed_everything", "trial_context", "watch"]
+           "run_locally", "seed_everything", "trial_context", "trial_dir", "watch"]

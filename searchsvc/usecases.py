@@ -1,29 +1,72 @@
 """What users do with studies — validate, create, run, resume, report — in one place that the
 CLI, the service and the Python API all call, so each does it the same way.
 
+It is the front doors' only way in: they pass plain options (:class:`RunOptions`, defined here)
+and get what they need of the driver, worker, backends, analysis and report through the
+functions and types below, which import those packages only when called (so ``searchsvc
+--help`` and the service's app stay light).
+
 A study file is parsed once (here, or once per process for a stored study, see
-:func:`searchsvc.spec.spec_of`) and passed on typed; its searcher is made once for creating
-and running it.
+:func:`searchsvc.spec.spec_of`) and passed on typed; its searcher is made here, once per use
+case (with :func:`searchsvc.searchers.create_searcher`; a resume makes it from the stored
+spec), and handed to the driver's preflight, creation and run, which never make one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
-from searchsvc.core import StudyRecord
+from searchsvc.core import StudyRecord, TrialRecord
 from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec, load_spec, parse_spec, spec_of
 from searchsvc.store import Store, StudyReader
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the types the front doors read, named here for them (see __all__)
+    from pydantic import BaseModel
+
+    from searchsvc.analysis.campaign import Campaign
     from searchsvc.analysis.compare import Comparison
+    from searchsvc.analysis.replay import Replay
+    from searchsvc.analysis.study import StudyAnalysis
+    from searchsvc.analysis.summary import StudySummary
+    from searchsvc.analysis.telemetry import TrialTelemetry
     from searchsvc.codebundle import CodeBundle
     from searchsvc.driver.preflight import PreflightResult
-    from searchsvc.driver.run import RunOptions, RunOutcome
+    from searchsvc.driver.run import RunOptions as DriverRunOptions
+    from searchsvc.driver.run import RunOutcome
+    from searchsvc.report.plotdata import CampaignPlot, ProgressPlot
     from searchsvc.report.writer import ReportFiles
     from searchsvc.searchers import Searcher
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a study runs: where Ray is, where results go, how to show progress (the driver
+    gets these as its own options)."""
+
+    address: str | None = None  # None: start an embedded Ray; else auto | host:port
+    results_root: Path | None = None  # default $SEARCHSVC_HOME/results
+    num_cpus: int | None = None  # embedded Ray only
+    num_gpus: int | None = None  # embedded Ray only (logical GPUs are fine for tests)
+    verbose: bool = False  # show the objectives' own output
+    progress_stream: TextIO | None = None
+    live_progress: bool | None = None
+
+
+# What the use cases take as options: their own, or the driver's (passed on as they are).
+Options: TypeAlias = "RunOptions | DriverRunOptions"
+
+
+def _driver_options(options: Options | None) -> DriverRunOptions:
+    """``options`` as the driver's own (the driver's are passed on as they are)."""
+    from searchsvc.driver.run import RunOptions as DriverRunOptions
+
+    if isinstance(options, DriverRunOptions):
+        return options
+    given = options or RunOptions()
+    return DriverRunOptions(**{f.name: getattr(given, f.name) for f in fields(given)})
 
 
 @dataclass(frozen=True)
@@ -32,6 +75,13 @@ class StudyRun:
 
     outcome: RunOutcome
     report: ReportFiles
+
+    @property
+    def stopped_by_ctrl_c(self) -> bool:
+        """Whether the run stopped because its user pressed Ctrl-C (it is interrupted)."""
+        from searchsvc.driver.run import STOPPED_BY_CTRL_C
+
+        return self.outcome.reason == STOPPED_BY_CTRL_C
 
 
 def check(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> StudySpec:
@@ -63,17 +113,19 @@ def validate_text(text: str | bytes, file: str = "<spec>",
     return check(parse_spec(text, file=file), limits)
 
 
-def create(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
+def create(spec: StudySpec, store: Store, options: Options | None = None, *,
            overwrite: bool = False, owner: str | None = None, code: CodeBundle | None = None,
            import_objective: bool = True, preflight: bool = True) -> StudyRecord:
     """Record a new study from a checked ``spec`` (see :func:`searchsvc.driver.create_study`;
     the service passes ``import_objective=False``: its API process runs no user code).
     ``preflight=False`` records that its first run starts without preflight (``searchsvc
     submit --no-preflight``): :func:`resume` then skips it."""
-    from searchsvc.driver.run import RunOptions, create_study
+    from searchsvc.driver.run import create_study
+    from searchsvc.searchers import create_searcher
 
-    study = create_study(spec, store, options or RunOptions(), overwrite=overwrite,
-                         owner=owner, code=code, import_objective=import_objective)
+    study = create_study(spec, store, _driver_options(options), searcher=create_searcher(spec),
+                         overwrite=overwrite, owner=owner, code=code,
+                         import_objective=import_objective)
     if preflight:
         return study
     return store.update_study(study.name, provenance={**study.provenance,
@@ -85,43 +137,48 @@ PREFLIGHT_SKIPPED: dict[str, Any] = {"skipped": "started without preflight (--no
                                      "checks": []}
 
 
-def run(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
+def run(spec: StudySpec, store: Store, options: Options | None = None, *,
         overwrite: bool = False, preflight: bool = True,
-        on_preflight: Callable[[PreflightResult], None] | None = None) -> StudyRun:
+        on_preflight: Callable[[PreflightResult], None] | None = None,
+        provenance: Mapping[str, Any] | None = None, owner: str | None = None) -> StudyRun:
     """Create the study, run all its trials on Ray, and write its report. ``preflight``: first
     run the objective at the centre of the space for a few steps, in the same Ray session
     (:mod:`searchsvc.driver.preflight`); a failed check raises
     :class:`~searchsvc.driver.preflight.PreflightError` before the study is created, and the
-    checks and cost estimate go into the study's provenance (``on_preflight`` sees them first)."""
+    checks and cost estimate go into the study's provenance (``on_preflight`` sees them first;
+    ``provenance``: more to record there, e.g. the study's place in a campaign; ``owner``:
+    the service user it belongs to)."""
     from searchsvc.driver.preflight import raise_if_failed, ray_session, run_preflight
-    from searchsvc.driver.run import RunOptions, create_study
+    from searchsvc.driver.run import create_study
     from searchsvc.searchers import create_searcher
 
-    options = options or RunOptions()
+    options = _driver_options(options)
     searcher = create_searcher(spec)
     if not preflight:
-        study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher)
+        study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher,
+                             extra_provenance=provenance, owner=owner)
         return _run_and_report(study, store, options, spec, searcher)
     with ray_session(spec, options):
         checked = run_preflight(spec, searcher=searcher)
         if on_preflight is not None:
             on_preflight(checked)
         raise_if_failed(checked)
-        study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher)
+        study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher,
+                             extra_provenance=provenance, owner=owner)
         study = store.update_study(study.name, provenance={**study.provenance,
                                                            "preflight": checked.to_dict()})
         return _run_and_report(study, store, options, spec, searcher)
 
 
-def preflight(spec: StudySpec, options: RunOptions | None = None) -> PreflightResult:
+def preflight(spec: StudySpec, options: Options | None = None) -> PreflightResult:
     """Preflight alone (``searchsvc preflight``): its checks and the study's cost estimate;
     stores nothing and raises nothing for a failed check (see ``result.issues``)."""
     from searchsvc.driver.preflight import ray_session, run_preflight
-    from searchsvc.driver.run import RunOptions
+    from searchsvc.searchers import create_searcher
 
-    options = options or RunOptions()
-    with ray_session(spec, options):
-        return run_preflight(spec)
+    searcher = create_searcher(spec)
+    with ray_session(spec, _driver_options(options)):
+        return run_preflight(spec, searcher=searcher)
 
 
 def cluster_nodes(address: str | None, num_cpus: int | None = None,
@@ -163,7 +220,7 @@ def check_capacity(spec: StudySpec, nodes: list[dict[str, Any]]) -> StudySpec:
     return spec
 
 
-def resume(name: str, store: Store, options: RunOptions | None = None, *,
+def resume(name: str, store: Store, options: Options | None = None, *,
            preflight: bool = True,
            on_preflight: Callable[[PreflightResult], None] | None = None) -> StudyRun:
     """Run the trials of study ``name`` that have not finished, then write its report.
@@ -171,37 +228,39 @@ def resume(name: str, store: Store, options: RunOptions | None = None, *,
     driver finds a submitted study) is preflighted first unless ``preflight`` is False; a
     failed preflight marks it failed, keeps the result in its provenance and raises
     :class:`~searchsvc.driver.preflight.PreflightError`."""
-    from searchsvc.core import STUDY_CREATED, STUDY_FAILED
+    from searchsvc.core import StudyState
     from searchsvc.driver.preflight import ray_session, run_preflight
-    from searchsvc.driver.run import RunOptions
-    from searchsvc.provenance import code_path
+    from searchsvc.provenance import code_path, launch_of
+    from searchsvc.searchers import create_searcher
 
-    options = options or RunOptions()
+    options = _driver_options(options)
     study = store.get_study(name)
     spec = spec_of(study)
-    fresh = (study.state == STUDY_CREATED and "preflight" not in study.provenance
+    searcher = create_searcher(spec)  # from the stored spec: a resume has no other
+    fresh = (study.state == StudyState.CREATED and "preflight" not in study.provenance
              and not store.get_trials(name))
     if not (preflight and fresh):
-        return _run_and_report(study, store, options, spec, None)
+        return _run_and_report(study, store, options, spec, searcher)
     code = code_path(study)
     with ray_session(spec, options, code):
-        checked = run_preflight(spec, code=code)
+        checked = run_preflight(spec, searcher=searcher, code=code, launch=launch_of(study))
         if on_preflight is not None:
             on_preflight(checked)
-        failed = {} if checked.ok else {"state": STUDY_FAILED}
+        failed = {} if checked.ok else {"state": StudyState.FAILED}
         study = store.update_study(name, provenance={**study.provenance,
                                                      "preflight": checked.to_dict()}, **failed)
         if failed:
             from searchsvc.driver.preflight import raise_if_failed
 
             raise_if_failed(checked)
-        return _run_and_report(study, store, options, spec, None)
+        return _run_and_report(study, store, options, spec, searcher)
 
 
-def _run_and_report(study: StudyRecord, store: Store, options: RunOptions, spec: StudySpec,
-                    searcher: Searcher | None) -> StudyRun:
-    """Run the study's unfinished trials and write its report; its experiment trackers (the
-    spec's ``tracking:``) follow the run and get the report's files at the end."""
+def _run_and_report(study: StudyRecord, store: Store, options: DriverRunOptions,
+                    spec: StudySpec, searcher: Searcher) -> StudyRun:
+    """Run the study's unfinished trials with ``searcher`` (fresh, made from ``spec``) and
+    write its report; its experiment trackers (the spec's ``tracking:``) follow the run and
+    get the report's files at the end."""
     from searchsvc.driver.run import results_dir_of, run_study
     from searchsvc.tracking import ReportFolder, open_trackers
 
@@ -237,3 +296,267 @@ def compare(baseline: str, candidate: str, store: StudyReader) -> Comparison:
 
     return compared(store.get_study(baseline), store.get_trials(baseline),
                     store.get_study(candidate), store.get_trials(candidate))
+
+
+def replay(name: str, store: StudyReader, kinds: Iterable[str] | None = None, *,
+           concurrency: int | None = None, top_k: int | None = None) -> Replay:
+    """Study ``name``'s full curves replayed under each early-stopping rule of ``kinds``
+    (default: all; see :mod:`searchsvc.analysis.replay`), ``concurrency`` trials at a time
+    (default: its ``budget.max_concurrent``), keeping its ``top_k`` best trials (default 3);
+    :class:`~searchsvc.errors.ConflictError` saying why when it has no full curves."""
+    from searchsvc.analysis.replay import RULE_KINDS, TOP_K, not_replayable, study_replay
+    from searchsvc.errors import ConflictError, UsageError
+
+    chosen = tuple(kinds or RULE_KINDS)
+    unknown = sorted(set(chosen) - set(RULE_KINDS))
+    if unknown:
+        raise UsageError(f"unknown early-stopping rule {', '.join(unknown)}: expected one of "
+                         f"{', '.join(RULE_KINDS)}")
+    if (concurrency is not None and concurrency < 1) or (top_k is not None and top_k < 1):
+        raise UsageError("concurrency and top_k must be at least 1")
+    study = store.get_study(name)
+    spec = spec_of(study)
+    trials = store.get_trials(name, measurements=True)
+    why = not_replayable(spec, trials)
+    found = None if why else study_replay(spec, trials, kinds=chosen, concurrency=concurrency,
+                                          top_k=top_k or TOP_K)
+    if found is None:
+        raise ConflictError(f"study {name!r} cannot be replayed: {why}")
+    return found
+
+
+def suggested_next(name: str, store: StudyReader) -> str:
+    """The study file ``searchsvc next`` would run after study ``name``: its report's
+    suggested next study, warm-started from it."""
+    from searchsvc.reporting import analyze_stored
+    from searchsvc.spec.edits import warm_started
+
+    study = store.get_study(name)
+    _, analysis = analyze_stored(store, study, spec_of(study))
+    return warm_started(analysis.next_study.text, name)
+
+
+def next_round(name: str, store: Store, options: Options | None = None, *,
+               text: str | None = None, preflight: bool = True,
+               on_preflight: Callable[[PreflightResult], None] | None = None) -> StudyRun:
+    """Run the next round of study ``name``'s campaign: its suggested next study (or ``text``,
+    the user's edit of it), warm-started from it, with the decisions that made it and their
+    evidence recorded in its provenance, and its study file stored in its results folder.
+    Study ``name`` becomes round 1 of a campaign named after it if it was in none."""
+    from searchsvc.analysis.campaign import CAMPAIGN_KEY, decisions, first_round, membership
+    from searchsvc.analysis.campaign import next_round as round_record
+    from searchsvc.reporting import analyze_stored
+    from searchsvc.spec.edits import warm_started
+
+    parent = store.get_study(name)
+    parent_spec = spec_of(parent)
+    _, analysis = analyze_stored(store, parent, parent_spec)
+    suggested = warm_started(analysis.next_study.text, name)
+    chosen = suggested if text is None else text
+    folder = (Path(parent.spec_file).parent if not parent.spec_file.startswith("<")
+              else Path.cwd())  # where its objective is looked for, as for the parent
+    spec = validate_text(chosen, file=str(folder / f"{_next_name_of(chosen, name)}.yaml"))
+    if membership(parent) is None:
+        parent = store.update_study(name, provenance={
+            **parent.provenance, CAMPAIGN_KEY: first_round(parent, parent_spec)})
+    record = round_record(parent, decisions(analysis, edited=chosen != suggested))
+    done = run(spec, store, options, preflight=preflight, on_preflight=on_preflight,
+               provenance={CAMPAIGN_KEY: record}, owner=parent.owner)
+    _store_file(done, chosen)
+    return done
+
+
+def _next_name_of(text: str, fallback: str) -> str:
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return fallback
+    return str(data.get("study", fallback)) if isinstance(data, dict) else fallback
+
+
+def _store_file(done: StudyRun, text: str) -> None:
+    """Keep the round's study file beside its report (``study.yaml``)."""
+    done.report.folder.mkdir(parents=True, exist_ok=True)
+    (done.report.folder / "study.yaml").write_text(text)
+
+
+def campaign(name: str, store: Store, owner: str | None = None) -> Campaign:
+    """Campaign ``name``'s timeline: every round (of ``owner``'s studies; None: the command
+    line's), its search space, best with its seed noise, verdicts, decisions with evidence and
+    compute spent, each round analysed as its report is. A study in no campaign is the one
+    round of its own. :class:`~searchsvc.errors.NotFoundError` when there is none."""
+    from searchsvc.analysis.campaign import campaign_name, campaign_rounds, membership, round_of
+    from searchsvc.errors import NotFoundError
+    from searchsvc.reporting import analyze_stored
+
+    studies = [s for s in store.list_studies(owner=owner)
+               if (membership(s) is not None and campaign_name(s) == name)
+               or (membership(s) is None and s.name == name)]
+    if not studies:
+        raise NotFoundError(f"no campaign named {name!r} in this store")
+    rounds = []
+    for study in studies:
+        spec = spec_of(study)
+        trials, analysis = analyze_stored(store, study, spec)
+        rounds.append(round_of(study, spec, trials, analysis))
+    return campaign_rounds(name, rounds)
+
+
+# --- What the front doors (CLI, Python API, client, service) show of the layers below --------
+
+
+def raise_if_failed(found: PreflightResult) -> None:
+    """:class:`~searchsvc.driver.preflight.PreflightError` (exit code 2, FILE:LINE messages)
+    when a check of preflight ``found`` failed; nothing when it passed."""
+    from searchsvc.driver.preflight import raise_if_failed as raised
+
+    raised(found)
+
+
+def is_advisory(check: str) -> bool:
+    """Whether preflight check ``check`` only warns: it never fails a study."""
+    from searchsvc.analysis.preflight import ADVISORY_CHECKS
+
+    return check in ADVISORY_CHECKS
+
+
+def summary(study: StudyRecord, trials: Sequence[TrialRecord]) -> StudySummary:
+    """Study ``study``'s counts and best trials (``searchsvc show``)."""
+    from searchsvc.analysis import summarize
+
+    return summarize(study, trials)
+
+
+def findings(reader: StudyReader, study: StudyRecord, spec: StudySpec,
+             top_fraction: float = 0.2) -> tuple[list[TrialRecord], StudyAnalysis]:
+    """A stored study's trials and their analysis: the findings its report shows."""
+    from searchsvc.reporting import analyze_stored
+
+    return analyze_stored(reader, study, spec, top_fraction)
+
+
+def trial_table(name: str, reader: StudyReader) -> tuple[list[str], list[list[Any]]]:
+    """Study ``name``'s table of trials (header, rows) as trials.csv holds it: one row per
+    trial, its config flattened, with its steps' telemetry summary while its study is small
+    enough for the report to read every step."""
+    from searchsvc.report.tables import trial_table as table
+    from searchsvc.reporting import TELEMETRY_STEPS_LIMIT
+
+    trials = reader.get_trials(name)
+    if sum(t.last_step or 0 for t in trials) <= TELEMETRY_STEPS_LIMIT:
+        trials = reader.get_trials(name, measurements=True)
+    return table(trials)
+
+
+def figures(reader: StudyReader, study: StudyRecord, spec: StudySpec) -> dict[str, list[Any]]:
+    """The report's interactive (Plotly) figures of a stored study, by section."""
+    from searchsvc.report.sections import report_figures, report_plots
+
+    trials, analysis = findings(reader, study, spec)
+    drawn = report_figures(report_plots(spec, trials, analysis))
+    return {section: [figure for _, figure in found] for section, found in drawn.items()}
+
+
+def comparison_json(found: Comparison) -> dict[str, Any] | None:
+    """A comparison as report.json's ``comparison`` holds it (``searchsvc compare --json``)."""
+    from searchsvc.report.data import comparison_data
+
+    return comparison_data(found)
+
+
+def progress_plot(study: StudyRecord, trials: Sequence[TrialRecord]) -> ProgressPlot | None:
+    """The report's progress plot data (None before any trial has a value)."""
+    from searchsvc.report.plotdata import progress_plot as plot
+
+    return plot(study, trials)
+
+
+def progress_figure(plot: ProgressPlot) -> Any:
+    """The progress plot drawn (a Plotly figure), as the report draws it."""
+    from searchsvc.report.figures import progress_figure as draw
+
+    return draw(plot)
+
+
+def campaign_plot(found: Campaign) -> CampaignPlot | None:
+    """The campaign's plot data: the best per round (None before any round has a value)."""
+    from searchsvc.report.plotdata import campaign_plot as plot
+
+    return plot(found)
+
+
+def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
+    """The summary of the telemetry of ``trial``'s steps (its last attempt)."""
+    from searchsvc.analysis.telemetry import trial_telemetry as telemetry
+
+    return telemetry(trial)
+
+
+def campaign_name(study: StudyRecord) -> str:
+    """The campaign ``study`` is a round of (its own name when it is in none)."""
+    from searchsvc.analysis.campaign import campaign_name as name
+
+    return name(study)
+
+
+def in_campaign(study: StudyRecord) -> str | None:
+    """The campaign ``study`` is a round of; None when it is in none."""
+    from searchsvc.analysis.campaign import membership
+
+    return campaign_name(study) if membership(study) else None
+
+
+def campaign_from_json(data: Mapping[str, Any]) -> Campaign:
+    """The campaign ``Campaign.as_dict`` (or the service's ``GET /campaigns/{name}``) wrote."""
+    from searchsvc.analysis.campaign import Campaign
+
+    return Campaign.from_dict(data)
+
+
+def objective_ref(function: Callable[..., Any]) -> str:
+    """The name (``module:qualname``) a function given as a study's objective goes by."""
+    from searchsvc.worker.objective import objective_ref as ref
+
+    return ref(function)
+
+
+def give_objective(ref: str, function: Callable[..., Any]) -> None:
+    """From now on in this process (and its Ray workers), objective ``ref`` is ``function``."""
+    from searchsvc.worker.objective import give_objective as give
+
+    give(ref, function)
+
+
+def keras_starter_study(objective: str) -> str:
+    """A starter study file from the hyperparameters the KerasTuner hypermodel ``objective``
+    ("module:build") registers when built once with default values (``spaces infer``)."""
+    from searchsvc.backends.keras import starter_study
+    from searchsvc.worker.objective import resolve_objective, search_paths_for
+
+    return starter_study(objective, resolve_objective(objective, search_paths_for(None)))
+
+
+def backend_names() -> list[str]:
+    """The names of the registered backends."""
+    from searchsvc.backends import backend_names as names
+
+    return names()
+
+
+def backend_options(name: str) -> type[BaseModel]:
+    """The model of backend ``name``'s ``backend_options``."""
+    from searchsvc.backends import backend_class
+
+    options: type[BaseModel] = backend_class(name).Options
+    return options
+
+
+def warm_up() -> None:
+    """Import now what running, submitting and reporting studies import on first use (a
+    long-lived server does this once at start, rather than on its event loop)."""
+    import searchsvc.backends
+    import searchsvc.driver
+    import searchsvc.report
+    import searchsvc.searchers  # noqa: F401

@@ -70,7 +70,10 @@ _databases = itertools.count()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    os.environ.setdefault("PYTHONPATH", str(ROOT))
+    # The subprocesses the tests start (the CLI, a service, its drivers) import the checkout's
+    # `objectives`: the root goes first on a PYTHONPATH the caller may already have set.
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *[p for p in paths if p != str(ROOT)]])
 
 
 # Seconds each long test module takes (measured, the longest first; a rough guide to order

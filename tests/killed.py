@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_RUNNING
+from searchsvc.core import TrialState
 from searchsvc.store import SqlStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,8 +44,8 @@ def kill_and_resume(folder: Path, study: str, *, start_timeout_s: float = 180,
             trials = store.get_trials(study)
         except Exception:
             trials = []
-        done = sum(t.state == TRIAL_COMPLETED for t in trials)
-        if done >= 2 and any(t.state == TRIAL_RUNNING and t.last_step for t in trials):
+        done = sum(t.state == TrialState.COMPLETED for t in trials)
+        if done >= 2 and any(t.state == TrialState.RUNNING and t.last_step for t in trials):
             break
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL)

@@ -1,11 +1,13 @@
 """The package's boundaries, checked on its source (docs/architecture.md): the import graphs
 between sub-packages and between modules (imports inside functions included) have no cycle,
 the pure layers import no persistence, Ray or web framework, the worker never imports the
-driver, and only ``driver/raycompat.py`` touches Ray's private names."""
+driver, the front doors (CLI, Python API, client, service) reach the layers below only through
+``usecases``, and only ``driver/raycompat.py`` touches Ray's private names."""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,6 +219,78 @@ def test_layers_import_only_what_they_may() -> None:
     assert violations() == []
 
 
+# The front doors: the modules a user's command, call or request comes in by.
+FRONT_DOORS = {"searchsvc", "searchsvc.cli", "searchsvc.api", "searchsvc.client",
+               "searchsvc.service"}
+# What they reach only through searchsvc.usecases (its functions, options and types).
+BEHIND_USECASES = {"driver", "worker", "backends", "analysis", "report", "reporting"}
+
+
+def is_front_door(name: str) -> bool:
+    return name in FRONT_DOORS or name.startswith("searchsvc.service.")
+
+
+def _file_of(name: str) -> str:
+    path = PACKAGE.parent / name.replace(".", "/")
+    return str((path / "__init__.py" if path.is_dir() else path.with_suffix(".py"))
+               .relative_to(PACKAGE.parent))
+
+
+def front_door_violations(modules: list[Module]) -> list[str]:
+    """Each import, at any depth (inside functions and ``if TYPE_CHECKING:`` too), by which a
+    front door reaches a part behind the use cases: FILE:LINE, the statement, and the part."""
+    found = []
+    for module in modules:
+        if not is_front_door(module.name):
+            continue
+        nodes = [n for n in ast.walk(module.tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+        for node in sorted(nodes, key=lambda n: n.lineno):
+            alone = Module(module.name, ast.Module(body=[node], type_ignores=[]))
+            parts = sorted({part for name, _ in imports(alone)
+                            if (part := _part_of(name)) in BEHIND_USECASES})
+            if parts:
+                found.append(f"{_file_of(module.name)}:{node.lineno}: `{ast.unparse(node)}` "
+                             f"imports searchsvc.{', searchsvc.'.join(parts)}: a front door "
+                             "calls searchsvc.usecases for it instead")
+    return found
+
+
+def test_front_doors_go_through_the_use_cases() -> None:
+    found = front_door_violations(MODULES)
+    assert not found, "\n".join(found)
+
+
+def test_the_front_door_check_sees_every_kind_of_import() -> None:
+    def module(name: str, source: str) -> Module:
+        return Module(name, ast.parse(source))
+
+    found = front_door_violations([
+        module("searchsvc.cli", "from searchsvc.driver import RunOptions\n"
+                                "def f():\n    import searchsvc.worker.objective\n"),
+        module("searchsvc.api", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                "    from searchsvc.analysis.campaign import Campaign\n"),
+        module("searchsvc.service.ui", "from .. import report\n"
+                                       "from searchsvc import usecases, reporting\n"),
+        module("searchsvc.service", "import searchsvc.backends\n"),
+        module("searchsvc.usecases", "from searchsvc.driver import RunOptions\n"),  # no door
+        module("searchsvc.client", "from searchsvc.usecases import Campaign\n"),  # the way in
+    ])
+    assert found == [
+        "searchsvc/cli.py:1: `from searchsvc.driver import RunOptions` imports searchsvc.driver"
+        ": a front door calls searchsvc.usecases for it instead",
+        "searchsvc/cli.py:3: `import searchsvc.worker.objective` imports searchsvc.worker"
+        ": a front door calls searchsvc.usecases for it instead",
+        "searchsvc/api.py:3: `from searchsvc.analysis.campaign import Campaign` imports "
+        "searchsvc.analysis: a front door calls searchsvc.usecases for it instead",
+        "searchsvc/service/ui.py:1: `from .. import report` imports searchsvc.report"
+        ": a front door calls searchsvc.usecases for it instead",
+        "searchsvc/service/ui.py:2: `from searchsvc import usecases, reporting` imports "
+        "searchsvc.reporting: a front door calls searchsvc.usecases for it instead",
+        "searchsvc/service/__init__.py:1: `import searchsvc.backends` imports "
+        "searchsvc.backends: a front door calls searchsvc.usecases for it instead",
+    ]
+
+
 def _defined_names(tree: ast.Module) -> set[str]:
     """Names a module defines itself: functions, classes, assigned names and attributes."""
     names: set[str] = set()
@@ -271,3 +345,96 @@ def test_the_private_name_check_sees_them_in_the_compat_module() -> None:
 ])
 def test_the_private_name_check(source: str, expected: list[str]) -> None:
     assert ray_private_uses(Module("m", ast.parse(source))) == expected
+
+
+def part_names_in_spec() -> list[str]:
+    """Where ``searchsvc/spec`` names a registered searcher, backend or tracker: a string that
+    is one of their names, or an attribute or keyword argument spelled as a tracker's (a
+    field per tracker; "grid" is also a parameter's method)."""
+    from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
+
+    names = {*SEARCHERS.names(), *BACKENDS.names(), *TRACKERS.names()}
+    found = []
+    for module in MODULES:
+        if module.part != "spec":
+            continue
+        for node in ast.walk(module.tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                spelled, among = node.value, names
+            elif isinstance(node, ast.Attribute):
+                spelled, among = node.attr, set(TRACKERS.names())
+            elif isinstance(node, ast.keyword) and node.arg:
+                spelled, among = node.arg, set(TRACKERS.names())
+            else:
+                continue
+            if spelled in among:
+                found.append(f"{module.name}:{getattr(node, 'lineno', '?')} names {spelled!r}")
+    return found
+
+
+def test_spec_holds_no_searcher_backend_or_tracker_names() -> None:
+    found = part_names_in_spec()
+    assert found == [], (
+        "searchsvc/spec must not name a searcher, backend or tracker: ask the registries of "
+        "searchsvc.plugins for names and capabilities (a part's class attributes, e.g. "
+        f"multi_fidelity) instead: {found}")
+
+
+def test_the_part_name_check_sees_a_name() -> None:
+    module = Module("searchsvc.spec.x", ast.parse(
+        'MULTI = ("asha", "hyperband")\nuri = spec.tracking.mlflow\nTracking(wandb=None)\n'))
+    MODULES.append(module)
+    try:
+        assert sorted(part_names_in_spec()) == [
+            "searchsvc.spec.x:1 names 'asha'", "searchsvc.spec.x:1 names 'hyperband'",
+            "searchsvc.spec.x:2 names 'mlflow'", "searchsvc.spec.x:3 names 'wandb'"]
+    finally:
+        MODULES.remove(module)
+
+
+# The states have one name each, their enum's member (TrialState.COMPLETED, not an alias).
+STATE_ALIAS = re.compile(r"(TRIAL|STUDY|EVENT)_(RUNNING|COMPLETED|PRUNED|FAILED|INFEASIBLE|"
+                         r"INTERRUPTED|CREATED|STATES|STOPPED_EARLY|EXPLOIT|RETRIED|STORE_OUTAGE)")
+
+
+def state_aliases(module: Module) -> list[str]:
+    """Where ``module`` defines or imports a second name for a study state, trial state or
+    event kind (``TRIAL_COMPLETED = TrialState.COMPLETED``, ``from ... import TRIAL_FAILED``)."""
+    found = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [n for alias in node.names for n in (alias.name, alias.asname)]
+            verb = "imports"
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names, verb = [node.name], "defines"
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names, verb = [node.id], "defines"
+        else:
+            continue
+        found += [f"{module.name}:{node.lineno} {verb} {name}"
+                  for name in names if name and STATE_ALIAS.fullmatch(name)]
+    return found
+
+
+def test_no_module_gives_a_state_a_second_name() -> None:
+    found = [alias for module in MODULES for alias in state_aliases(module)]
+    assert found == [], f"use the StudyState/TrialState/EventKind members instead: {found}"
+
+
+def test_the_state_alias_check_sees_one() -> None:
+    module = Module("m", ast.parse("from searchsvc.core import TRIAL_FAILED, TrialState\n"
+                                   "EVENT_RETRIED = 'retried'\nFINISHED_TRIAL_STATES = ()\n"))
+    assert state_aliases(module) == ["m:1 imports TRIAL_FAILED", "m:2 defines EVENT_RETRIED"]
+
+
+def test_the_next_study_names_no_searcher() -> None:
+    """Which searcher runs a replayed early-stopping rule, and what it keeps of a study's
+    searcher, the searchers say (``multi_fidelity``, ``Searcher.proposing_as``): the suggested
+    next study asks the registry instead of listing names."""
+    from searchsvc.plugins import SEARCHERS
+
+    [module] = [m for m in MODULES if m.name == "searchsvc.analysis.next_study"]
+    found = [f"{module.name}:{node.lineno} names {node.value!r}" for node in ast.walk(module.tree)
+             if isinstance(node, ast.Constant) and isinstance(node.value, str)
+             and node.value in SEARCHERS.names()]
+    assert found == []

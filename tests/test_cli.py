@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from searchsvc.cli import main
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED
+from searchsvc.core import StudyState, TrialState
 from searchsvc.store import SqlStore, Store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -25,10 +25,10 @@ def seeded_store(home: Path) -> Store:
                               seed=n)
         store.record_measurements(t.id, 1, "min", [(s + 1, v, {"val_error": v})
                                                    for s, v in enumerate(values)])
-        store.finish_trial(t.id, TRIAL_COMPLETED)
+        store.finish_trial(t.id, TrialState.COMPLETED)
     t = store.start_trial(study.id, number=2, config={"num_layers": 1, "learning_rate": 0.5,
                           "weight_decay": 1e-4}, arm={"num_layers": 1}, seed=2)
-    store.finish_trial(t.id, TRIAL_FAILED, error="Traceback...\nRuntimeError: boom")
+    store.finish_trial(t.id, TrialState.FAILED, error="Traceback...\nRuntimeError: boom")
     return store
 
 
@@ -54,7 +54,7 @@ def test_list_fits_80_columns_with_the_best_values_whole(searchsvc_home: Path, c
             spec_file="study.yaml", total_trials=1000, results_dir=None, provenance={})
         trial = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
         store.record_measurements(trial.id, 1, "min", [(1, 0.012345678, {metric: 0.012345678})])
-        store.finish_trial(trial.id, TRIAL_COMPLETED)
+        store.finish_trial(trial.id, TrialState.COMPLETED)
         store.update_study(name, state="interrupted")
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["list"]) == 0
@@ -89,6 +89,24 @@ def test_unknown_study_and_format_are_clear_errors(searchsvc_home: Path, capsys)
     assert "no study named 'nope'" in capsys.readouterr().err
     assert main(["report", "quickstart", "--format", "pdf"]) == 1
     assert "unknown report format 'pdf' (valid: html, md, json)" in capsys.readouterr().err
+
+
+def test_a_mistyped_command_or_option_is_a_usage_error_not_a_traceback(capsys) -> None:
+    assert main(["token", "--help"]) == 2
+    err = capsys.readouterr().err
+    assert "No such command 'token'. Did you mean 'tokens'?" in err and "Traceback" not in err
+    assert main(["run", "--bogus", "x"]) == 2
+    assert "No such option: --bogus" in capsys.readouterr().err
+
+
+def test_show_says_why_a_failed_study_failed(searchsvc_home: Path, capsys) -> None:
+    store = seeded_store(searchsvc_home)
+    assert main(["show", "quickstart"]) == 0
+    assert "why:" not in capsys.readouterr().out  # it did not fail
+    store.update_study("quickstart", state=StudyState.FAILED,
+                       provenance={"failure": "the first 3 trials all failed with ValueError"})
+    assert main(["show", "quickstart"]) == 0
+    assert "why: the first 3 trials all failed with ValueError" in capsys.readouterr().out
 
 
 def test_run_refuses_existing_study_and_points_to_resume(searchsvc_home: Path, capsys) -> None:

@@ -1,6 +1,7 @@
 """The documentation's examples work as written: every study-file example in README.md and the
 docs pages validates (a fragment merged into the full example of docs/study-file.md), the
-quickstart's validate and schema commands succeed, the README stays short, its links lead to
+quickstart's validate and schema commands succeed, the README's training script validates
+and trains from its folder as the README lays it out, the README stays short, its links lead to
 files that exist, and the reference sections that docs/hooks.py generates cover what they
 describe. The run, resume, report and service commands are exercised by tests/test_cli.py,
 tests/driver and tests/service; `mkdocs build --strict` (in `make test`) checks every link and
@@ -153,3 +154,91 @@ def test_the_generated_rest_api_page_lists_every_operation() -> None:
 def test_an_unknown_generated_section_fails_the_build() -> None:
     with pytest.raises(ValueError, match="unknown generated section"):
         _hooks().expand("<!-- generated: no-such-section -->")
+
+
+# --- the README's own training script --------------------------------------------------------
+
+
+def _python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(), re.S)
+
+
+def _readme_objective() -> tuple[str, str]:
+    """The README's training script and the study file that names it."""
+    [code] = [b for b in _python_blocks(README) if "def train(config)" in b]
+    [study] = [b for where, b in STUDIES if where == "README.md" and "train_mlp:train" in b]
+    return code, study
+
+
+def test_the_readme_shows_an_objective_with_the_sdk_and_resources() -> None:
+    code, study = _readme_objective()
+    for used in ("sdk.report(", "sdk.max_steps(", "sdk.device()"):
+        assert used in code, used
+    assert "resources: {cpu: 1, gpu: 1}" in study
+    # the guide walks through the same script
+    assert code in (ROOT / "docs" / "your-training-script.md").read_text()
+
+
+def test_the_readmes_objective_validates_and_trains_from_its_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The README's layout: the script, its study file and data/points.csv in one folder, the
+    study validated there by the command line, the script trained from there (two epochs, in
+    this process, as a trial runs it) and reporting the study's metric each epoch."""
+    import numpy as np
+
+    from searchsvc import sdk
+
+    code, study = _readme_objective()
+    (tmp_path / "train_mlp.py").write_text(code)
+    (tmp_path / "width.yaml").write_text(study)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 4))
+    labels = (x[:, 0] > 0).astype(int) + (x[:, 1] > 0).astype(int)
+    (tmp_path / "data").mkdir()
+    np.savetxt(tmp_path / "data" / "points.csv", np.column_stack([x, labels]), delimiter=",")
+    checked = subprocess.run([sys.executable, "-m", "searchsvc.cli", "validate", "width.yaml"],
+                             capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = validate_text(study, file="README.md")
+    module = importlib.import_module(spec.objective.partition(":")[0])
+    try:
+        reports = sdk.run_locally(module.train, {"width": 16, "learning_rate": 1e-2},
+                                  metric="val_error", max_steps=2)
+    finally:
+        sys.modules.pop(module.__name__, None)
+    assert [sorted(r) for r in reports] == [["val_error"], ["val_error"]]
+    assert all(0.0 <= r["val_error"] <= 1.0 for r in reports)
+
+
+# --- the generated references ----------------------------------------------------------------
+
+
+def test_the_generated_cli_reference_has_every_command_and_option() -> None:
+    hooks = _hooks()
+    page = hooks.render_cli_reference()
+    commands = hooks._cli_commands()
+    names = {path for path, _, _ in commands}
+    assert {"searchsvc run", "searchsvc submit", "searchsvc tokens create"} <= names
+    for path, command, _ in commands:
+        assert f"### `{path}`" in page, path
+        section = page.split(f"### `{path}`", 1)[1].split("\n### ", 1)[0]
+        for param in command.params:
+            for name in [*param.opts, *param.secondary_opts]:
+                if param.param_type_name == "option" and not param.hidden:
+                    assert name in section, (path, name)
+    assert "`--no-preflight`" in page.split("### `searchsvc submit`", 1)[1].split("\n### ")[0]
+    assert "<!-- generated: cli-reference -->" in (ROOT / "docs" / "cli.md").read_text()
+
+
+def test_the_generated_searcher_options_have_every_searcher_and_option() -> None:
+    from searchsvc.searchers import SEARCHERS, searcher_names
+
+    page = _hooks().render_searcher_options()
+    for name in searcher_names():
+        section = page.split(f"### `{name}`", 1)[1].split("\n### ", 1)[0]
+        for option in SEARCHERS.get(name).Options.model_json_schema().get("properties", {}):
+            assert f"| `{option}` |" in section, (name, option)
+    assert ("<!-- generated: searcher-options -->"
+            in (ROOT / "docs" / "searcher-options.md").read_text())

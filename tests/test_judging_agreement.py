@@ -26,7 +26,7 @@ from searchsvc.api import Study
 from searchsvc.cli import app as cli_app
 from searchsvc.cli import run_summary
 from searchsvc.client import RemoteStudies, ServiceClient
-from searchsvc.core import STUDY_COMPLETED, TrialState
+from searchsvc.core import StudyState, TrialState
 from searchsvc.driver.progress import Progress
 from searchsvc.reporting import write_report
 from searchsvc.service import ServiceConfig, create_app
@@ -79,7 +79,7 @@ def plant(store: Store) -> None:
         final = {"memory_mb": memory, "loss": [v for v in losses if math.isfinite(v)][-1]}
         store.finish_trial(t.id, state, final_metrics=final,
                            error=None if state in (C, P) else f"trial {number} {state}")
-    store.update_study(NAME, state=STUDY_COMPLETED)
+    store.update_study(NAME, state=StudyState.COMPLETED)
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
-"""The tutorial notebook (examples/tutorial.ipynb) is stored without outputs and runs top to
-bottom in a real Jupyter kernel, from a folder of its own: its objective defined in the
-notebook, a live progress bar, the trials as a DataFrame, the figures, the next study and the
-comparison."""
+"""The tutorial notebook (examples/tutorial.ipynb) is stored with the outputs of a run from top
+to bottom (docs/execute_tutorial.py writes them), so it reads on a code host, its figures as
+PNG too; and it runs top to bottom in a real Jupyter kernel, from a folder of its own: its
+objective defined in the notebook, a live progress bar, the trials as a DataFrame, the best
+configuration, the figures, the next study and the comparison."""
 
 from __future__ import annotations
 
@@ -17,11 +18,19 @@ pytestmark = pytest.mark.slow
 NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "tutorial.ipynb"
 
 
-def test_the_notebook_is_stored_without_outputs() -> None:
+def test_the_notebook_is_stored_with_the_outputs_of_one_run_top_to_bottom() -> None:
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     nbformat.validate(notebook)
     code = [c for c in notebook.cells if c.cell_type == "code"]
-    assert code and all(c.outputs == [] and c.execution_count is None for c in code)
+    assert code and [c.execution_count for c in code] == list(range(1, len(code) + 1))
+    outputs = [o for c in code for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    shown = [o.data for o in outputs if o.output_type in ("display_data", "execute_result")]
+    assert sum("image/png" in d for d in shown) >= 2  # figures a code host can show
+    assert sum("application/vnd.plotly.v1+json" in d for d in shown) >= 4
+    text = "\n".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    assert "tutorial: 100%" in text and "\r" not in text
+    assert "against tutorial: " in text
 
 
 def test_the_notebook_runs_top_to_bottom_in_a_kernel(tmp_path: Path,

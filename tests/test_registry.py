@@ -4,7 +4,9 @@ backends, trackers, stores and schedulers."""
 
 from __future__ import annotations
 
+import ast
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -48,7 +50,7 @@ def test_every_pluggable_kind_is_a_registry(registry: Registry, kind: str, known
 
 
 def test_the_schedulers_are_a_registry_by_schedule_kind() -> None:
-    from searchsvc.driver.schedulers import SCHEDULERS
+    from searchsvc.plugins import SCHEDULERS
 
     assert SCHEDULERS.kind == "scheduler"
     assert SCHEDULERS.names() == ["hyperband", "population"]  # each Schedule.kind
@@ -59,3 +61,36 @@ def test_a_store_url_of_an_unknown_kind_names_the_valid_ones() -> None:
     with pytest.raises(StoreError, match=r"unknown store 'mysql' \(valid: memory, postgresql, "
                                          r"sqlite\)"):
         open_store("mysql+pymysql://u:secret@host/db")
+
+
+def test_every_registry_is_filled_one_way_in_one_place() -> None:
+    """searchsvc/plugins.py makes every registry, each entry a lazy "module:attribute"; no
+    other module of the package makes one."""
+    package = Path(__file__).resolve().parents[1] / "searchsvc"
+    made: dict[str, list[object]] = {}
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            called = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
+                node.func, "id", "")
+            if called == "Registry" and path.name != "registry.py":
+                entries = node.args[1] if len(node.args) > 1 else None
+                assert isinstance(entries, ast.Dict), f"{path}:{node.lineno}"
+                made.setdefault(path.name, []).extend(
+                    v.value if isinstance(v, ast.Constant) else v for v in entries.values)
+    assert list(made) == ["plugins.py"]
+    entries = made["plugins.py"]
+    assert entries and all(isinstance(e, str) and ":" in e for e in entries), entries
+
+
+def test_every_entry_is_a_part_that_describes_itself() -> None:
+    from searchsvc import plugins
+
+    for registry, key in ((plugins.SEARCHERS, "name"), (plugins.BACKENDS, "name"),
+                          (plugins.TRACKERS, "name"), (plugins.SCHEDULERS, "kind")):
+        for name in registry.names():
+            part = registry.get(name)
+            assert getattr(part, key) == name and part.summary, (registry.kind, name)
+    for name in plugins.STORES.names():
+        assert callable(plugins.STORES.get(name))

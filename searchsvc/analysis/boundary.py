@@ -13,8 +13,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from searchsvc.analysis.trials import arm_label, ranked
-from searchsvc.core import TRIAL_INFEASIBLE, TrialRecord
+from searchsvc.analysis.trials import arm_label
+from searchsvc.core import TrialRecord, TrialState
+from searchsvc.core.judging import by_value
 from searchsvc.spec import RangeParameter, StudySpec
 
 STATUS_OK = "ok"
@@ -63,13 +64,13 @@ def _check(spec: StudySpec, param: RangeParameter, trials: Sequence[TrialRecord]
     flagged: list[BoundaryCheck] = []
     ok_positions: list[float] = []
     for label, members in sorted(arms.items()):
-        best = ranked(members, spec.mode)
+        best = by_value(members, spec.mode)
         if len(best) < 3:
             continue
         top = best[:max(3, math.ceil(top_fraction * len(best)))]
         positions = [param.to_unit(t.config[param.name]) for t in top]
         diverged = [param.to_unit(t.config[param.name]) for t in members
-                    if t.state == TRIAL_INFEASIBLE]
+                    if t.state == TrialState.INFEASIBLE]
         finite = [param.to_unit(t.config[param.name]) for t in best]
         check = _judge(param, positions, diverged, finite, label)
         if check.status != STATUS_OK:

@@ -10,9 +10,10 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from searchsvc.analysis.trials import arm_label, ranked
-from searchsvc.core import TRIAL_INFEASIBLE, TrialRecord
+from searchsvc.analysis.trials import arm_label
+from searchsvc.core import TrialRecord, TrialState
 from searchsvc.core.direction import direction
+from searchsvc.core.judging import by_value
 
 OVERFITTING = "overfitting"
 HIGH_VARIANCE = "high_variance"
@@ -44,7 +45,7 @@ def curve_candidates(trials: Sequence[TrialRecord], mode: str,
     """The ``per_arm`` best trials of every scientific arm, arm by arm: those whose curves are
     diagnosed (and the only ones whose measurements a report needs)."""
     arms: dict[str, list[TrialRecord]] = {}
-    for t in ranked(trials, mode):
+    for t in by_value(trials, mode):
         arms.setdefault(arm_label(t), []).append(t)
     return [t for label in sorted(arms) for t in arms[label][:per_arm]]
 
@@ -60,7 +61,7 @@ def diagnose(trial: TrialRecord, metric: str, mode: str) -> CurveDiagnosis:
            if m.attempt == trial.attempts]
     issues: list[str] = []
     details: list[str] = []
-    if trial.state == TRIAL_INFEASIBLE or any(
+    if trial.state == TrialState.INFEASIBLE or any(
             isinstance(v, float) and not math.isfinite(v) for _, v in raw):
         issues.append(DIVERGED)
         details.append(f"{metric} became NaN/inf: training diverged")

@@ -9,9 +9,9 @@ import random
 import warnings
 from collections.abc import Sequence
 
-from searchsvc.analysis.trials import ranked
 from searchsvc.core import TrialRecord
 from searchsvc.core.direction import direction
+from searchsvc.core.judging import by_value
 from searchsvc.spec import StudySpec
 
 MIN_TRIALS = 8  # fewer finished trials give an importance that is mostly noise
@@ -30,7 +30,7 @@ def parameter_importance(spec: StudySpec, trials: Sequence[TrialRecord],
 
     from searchsvc.searchers.models import optuna_distribution
 
-    usable = ranked(trials, spec.mode)
+    usable = by_value(trials, spec.mode)
     if len(usable) > MAX_TRIALS:  # a uniform sample keeps the whole space represented
         usable = random.Random(seed).sample(usable, MAX_TRIALS)
     names = [n for n in spec.parameter_order if spec.parameters[n].searched

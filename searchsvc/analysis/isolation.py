@@ -25,9 +25,9 @@ from searchsvc.analysis.noise import (
     pair_interval,
     seeds_to_resolve,
 )
-from searchsvc.analysis.trials import ranked
 from searchsvc.core import TrialRecord
 from searchsvc.core.direction import direction
+from searchsvc.core.judging import by_value as best_first
 from searchsvc.spec import StudySpec
 
 VERDICT_DIFFERS = "differs"
@@ -77,7 +77,7 @@ def isolate(spec: StudySpec, trials: Sequence[TrialRecord],
 
 def _isolate(spec: StudySpec, name: str, trials: Sequence[TrialRecord],
              noise: NoiseEstimate | None) -> Isolation:
-    usable = [t for t in ranked(trials, spec.mode) if name in t.config]
+    usable = [t for t in best_first(trials, spec.mode) if name in t.config]
     repeated = [g for g in (noise.groups if noise else ()) if name in g.config]
     keys = _keys([t.config[name] for t in usable] + [g.config[name] for g in repeated])
     groups: dict[Any, list[TrialRecord]] = {}

@@ -11,11 +11,15 @@ from dataclasses import dataclass, replace
 
 from searchsvc.analysis.boundary import STATUS_DIVERGENCE_EDGE, STATUS_OK, BoundaryCheck
 from searchsvc.analysis.curves import SATURATED, STILL_IMPROVING, CurveDiagnosis, diagnose_best
+from searchsvc.analysis.isolation import METHOD_PROXY, VERDICT_DIFFERS, Isolation
 from searchsvc.analysis.pareto import ObjectiveFindings
+from searchsvc.analysis.replay import Replay
 from searchsvc.analysis.trials import valued_by
 from searchsvc.core import TrialRecord
+from searchsvc.plugins import SEARCHERS
 from searchsvc.spec import RangeParameter, StudySpec
 from searchsvc.spec.edits import (
+    EarlyStopping,
     FixParameter,
     NextSeed,
     Rename,
@@ -53,12 +57,22 @@ _RANGE_REASONS = {"near_low": "the best trials crowded the low edge",
 
 def suggest_next_study(spec: StudySpec, boundaries: Sequence[BoundaryCheck],
                        importance: Mapping[str, float], curves: Sequence[CurveDiagnosis],
-                       best: TrialRecord | None, usable_trials: int) -> NextStudy:
+                       best: TrialRecord | None, usable_trials: int,
+                       replay: Replay | None = None,
+                       isolation: Sequence[Isolation] = ()) -> NextStudy:
+    """The next study's edits of ``spec``: ranges moved by the boundary checks, unimportant
+    nuisance parameters fixed, scientific parameters whose verdict (judged on seed repeats)
+    found one value better fixed at it, the step budget adjusted to the curves, and the early
+    stopping a ``replay`` of this study's curves recommends (or its warning that it is
+    unsafe)."""
     edits: list[SpecEdit] = [Rename(_next_name(spec.name)), SetParent(spec.name)]
     edits += _range_edits(spec, boundaries, usable_trials)
     if best is not None and usable_trials >= MIN_TRIALS_TO_FIX:
         edits += _fixing_edits(spec, importance, best)
+    edits += _verdict_edits(spec, isolation)
     edits += _step_edits(spec, curves)
+    if replay is not None:
+        edits.append(early_stopping_edit(spec, replay))
     if spec.source.has(("seed",)):
         edits.append(NextSeed(spec.seed + 1))
     header = (f"# Suggested by searchsvc from study {spec.name!r}.\n"
@@ -141,6 +155,19 @@ def _fixing_edits(spec: StudySpec, importance: Mapping[str, float],
     return edits
 
 
+def _verdict_edits(spec: StudySpec, isolation: Sequence[Isolation]) -> list[SpecEdit]:
+    """Scientific parameters answered by their study: one value differs from the others
+    beyond the seed noise measured on repeats (not the proxy without repeats), so the next
+    round holds it there. A parameter others depend on (``when``) is kept."""
+    parents = {c.parent for p in spec.parameters.values() for c in p.when}
+    return [FixParameter(i.parameter, i.best_value,
+                         f"its verdict: {i.best_value} differs beyond seed noise")
+            for i in isolation
+            if i.verdict == VERDICT_DIFFERS and i.method != METHOD_PROXY
+            and i.parameter not in parents
+            and getattr(spec.parameters.get(i.parameter), "role", None) == "scientific"]
+
+
 def _step_edits(spec: StudySpec, curves: Sequence[CurveDiagnosis]) -> list[SpecEdit]:
     steps = spec.budget.max_steps
     if not curves or not steps:
@@ -153,6 +180,33 @@ def _step_edits(spec: StudySpec, curves: Sequence[CurveDiagnosis]) -> list[SpecE
         return [SetMaxSteps(max(2, round(steps * 0.6)), steps, "most best trials had "
                             "saturated early")]
     return []
+
+
+def early_stopping_edit(spec: StudySpec, replay: Replay) -> EarlyStopping:
+    """The replay's recommendation as an edit: the searcher registered under the recommended
+    rule's kind, when it is ``multi_fidelity``, with the rule's grace period and reduction
+    factor, proposing as this study's searcher did (what it keeps is that searcher's to say:
+    :meth:`~searchsvc.searchers.Searcher.proposing_as`); a searcher it cannot take over, or a
+    rule no searcher runs (median, percentile), is only named; or the reason early stopping is
+    unsafe here."""
+    best = replay.recommended
+    if best is None:
+        return EarlyStopping(replay.reason)
+    kind = best.rule.kind
+    runner = SEARCHERS.get(kind) if kind in SEARCHERS else None
+    if runner is None or not runner.multi_fidelity:
+        runners = ", ".join(SEARCHERS.having("multi_fidelity"))
+        return EarlyStopping(f"{replay.reason}; searchsvc stops trials early only through its "
+                             f"multi-fidelity searchers ({runners}), not by this rule (adopt "
+                             "it by hand)")
+    kept = runner.proposing_as(spec)
+    if kept is None:
+        return EarlyStopping(f"{replay.reason}; searcher {spec.searcher!r} cannot take it "
+                             "(switch by hand)")
+    options: list[tuple[str, object]] = [("grace_period", best.rule.grace_period),
+                                         ("reduction_factor", best.rule.reduction_factor),
+                                         *kept]
+    return EarlyStopping(replay.reason, kind, tuple(options))
 
 
 def _next_name(name: str) -> str:

@@ -25,7 +25,7 @@ from typing import Any
 
 from scipy import stats
 
-from searchsvc.core import TRIAL_COMPLETED, TrialRecord, is_finite_number
+from searchsvc.core import TrialRecord, TrialState, is_finite_number
 from searchsvc.core.direction import direction
 from searchsvc.core.judging import is_search_trial
 
@@ -105,7 +105,7 @@ def repeat_groups(trials: Sequence[TrialRecord]) -> list[RepeatGroup]:
     by_number = {t.number: t for t in trials}
     members: dict[int, list[TrialRecord]] = {}
     for t in trials:
-        if (t.repeat_of is not None and t.state == TRIAL_COMPLETED
+        if (t.repeat_of is not None and t.state == TrialState.COMPLETED
                 and is_finite_number(t.best_value)):
             members.setdefault(t.repeat_of, []).append(t)
     groups = []
@@ -145,7 +145,7 @@ def estimate_noise(trials: Sequence[TrialRecord]) -> NoiseEstimate | None:
     seeds = max(set(counts), key=counts.count)
     resolvable = _t(dof) * sigma * math.sqrt(2 / seeds)
     failed = sum(1 for t in trials if not is_search_trial(t) and t.finished
-                 and not (t.state == TRIAL_COMPLETED and is_finite_number(t.best_value)))
+                 and not (t.state == TrialState.COMPLETED and is_finite_number(t.best_value)))
     return NoiseEstimate(sigma, dof, low, high, tuple(arms), equal_p, resolvable, seeds,
                          tuple(groups), failed)
 

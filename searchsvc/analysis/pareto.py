@@ -18,7 +18,7 @@ import numpy as np
 from searchsvc.analysis.boundary import BoundaryCheck, check_boundaries
 from searchsvc.analysis.isolation import Isolation, isolate
 from searchsvc.analysis.trials import arm_label, search_trials, valued_by
-from searchsvc.core import TRIAL_COMPLETED, Constraint, Objective, TrialRecord, objective_values
+from searchsvc.core import Constraint, Objective, TrialRecord, TrialState, objective_values
 from searchsvc.core.direction import direction
 from searchsvc.core.judging import outside_constraints
 from searchsvc.core.objectives import violations
@@ -108,7 +108,7 @@ def objective_points(spec: StudySpec, trials: Sequence[TrialRecord]) -> list[Obj
 def judged_on_values(trial: TrialRecord, constraints: Sequence[Constraint]) -> bool:
     """Whether ``trial`` is placed by its values: it completed, or only its constraints made it
     infeasible (then it is drawn, and counted, as an infeasible point)."""
-    return trial.state == TRIAL_COMPLETED or outside_constraints(trial, constraints)
+    return trial.state == TrialState.COMPLETED or outside_constraints(trial, constraints)
 
 
 def constraint_summaries(spec: StudySpec, trials: Sequence[TrialRecord]

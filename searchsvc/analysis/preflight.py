@@ -14,6 +14,10 @@ Rules (stated here once, quoted by the messages):
 - **initial loss**: for a classifier that declares ``num_classes``, the first of those losses
   must be within :data:`INITIAL_LOSS_TOLERANCE` (relative) of ln(num_classes), the
   cross-entropy of a uniform prediction.
+- **input pipeline** (a warning, never a failure): the batches drawn through
+  ``sdk.data_loader``, each timed as the loop's wait for it and the step's compute on it; the
+  study is input-bound when the median batch's wait is over core's ``INPUT_BOUND_FRACTION`` of
+  its time (the rule the report applies to the trials' telemetry), both rates shown.
 - **estimate**: a trial costs ``trial_overhead_s + steps x step_s``; a multi-fidelity searcher
   runs the expected fraction of its trials' full budget (:func:`budget_fraction`), seed repeats
   run their whole budget; the compute is spread over ``concurrency`` trials at once.
@@ -25,10 +29,13 @@ import difflib
 import itertools
 import math
 import numbers
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from searchsvc.core.durations import format_duration
+from searchsvc.core.telemetry import INPUT_BOUND_FRACTION, is_input_bound
 from searchsvc.errors import SpecIssue
 from searchsvc.searchers.schedule import HyperbandSchedule, Schedule
 from searchsvc.searchers.space import config_from_unit, nuisance_dimensions, scientific_arms
@@ -78,7 +85,7 @@ class Probe:
     start_s: float = 0.0  # from submitting the task to its first line (Ray's scheduling)
     import_s: float = 0.0  # importing the objective in the fresh worker
     warm_first_s: float | None = None  # a second, warm run's time to its first report
-    # sdk.data_loader under preflight: the dataset's read rates (worker/preflight.py) and, per
+    # sdk.data_loader under preflight: its worker processes (worker/preflight.py) and, per
     # batch, (seconds waited for it, seconds worked on it, samples in it)
     loader: Mapping[str, Any] | None = None
     batches: tuple[tuple[float, float, int | None], ...] = ()
@@ -148,32 +155,41 @@ ADVISORY_CHECKS = frozenset({"input_pipeline"})
 
 
 def input_check(probe: Probe) -> Check:
-    """Whether the data pipeline will keep up: the loader's read rate over its dataset
-    (shuffled, times its worker processes) against the rate the training step consumes
-    samples (batch samples over the time spent on each batch). Slower reads mean an
-    input-bound study, named before it runs."""
+    """Whether the data pipeline will keep up, from the batches the objective drew through
+    ``sdk.data_loader`` (whatever it wraps: a DataLoader, a generator, a Ray Train prepared
+    loader): per batch, the time the loop waited for it and the time it then computed. The
+    median batch gives the rate the loader delivered (samples over wait + compute) and the
+    rate the step alone consumes (samples over compute); the study is input-bound when the
+    loop waited more than core's :data:`INPUT_BOUND_FRACTION` of its time, the rule the
+    report applies to the trials' telemetry. Medians: the first batch's warm-up and a step's
+    last batch (which also evaluates and reports) do not sway them."""
     name = "input_pipeline"
-    loader = probe.loader
-    if loader is None:
+    if probe.loader is None:
         return Check(name, None, "the objective does not iterate sdk.data_loader(...)")
-    if not loader.get("measured"):
-        return Check(name, None, f"read rate not measured: {loader.get('why')}")
-    # The first batch pays for warm-up: left out when there are others to time.
+    # The first batch pays for warm-up (workers starting): left out when there are others.
     batches = probe.batches[1:] if len(probe.batches) > 2 else probe.batches
-    timed = [(work, n) for _, work, n in batches if n]
-    if not timed or sum(w for w, _ in timed) <= 0:
-        return Check(name, None, "too few batches in preflight to time the training step")
-    consumed = sum(n for _, n in timed) / sum(w for w, _ in timed)
-    workers = int(loader.get("workers") or 0)
-    read = float(loader["shuffled_per_s"]) * max(workers, 1)
-    reads = (f"the loader reads {read:,.0f} samples/s shuffled ({loader['shuffled_per_s']:,.0f}"
-             f"/s per process x {max(workers, 1)}; {loader['sequential_per_s']:,.0f}/s in "
-             f"order), the training step consumes {consumed:,.0f} samples/s")
-    if read >= consumed:
-        return Check(name, True, reads)
-    return Check(name, False, f"input-bound: {reads}, so the GPU or CPU will wait for data "
-                 f"about {1 - read / consumed:.0%} of the time. More DataLoader workers "
-                 "(num_workers), faster storage, or decoding and caching ahead would help")
+    timed = [(wait, work, n) for wait, work, n in batches if n and wait + work > 0]
+    if len(timed) < 2:
+        return Check(name, None, "too few batches in preflight to time the loader against "
+                     "the training step")
+    fraction = statistics.median(wait / (wait + work) for wait, work, _ in timed)
+    delivered = statistics.median(n / (wait + work) for wait, work, n in timed)
+    consumed = statistics.median(n / work if work > 0 else math.inf for _, work, n in timed)
+    workers = int(probe.loader.get("workers") or 0)
+    rates = (f"the loader delivered {delivered:,.0f} samples/s ({workers} worker "
+             f"process{'es' if workers != 1 else ''}), the training step alone consumes "
+             f"{_rate(consumed)} samples/s; the loop waited {fraction:.0%} of its time for "
+             f"data ({len(timed)} batches timed)")
+    if not is_input_bound(fraction):
+        return Check(name, True, f"keeps up: {rates}")
+    return Check(name, False, f"input-bound: {rates}, over {INPUT_BOUND_FRACTION:.0%}, so the "
+                 "GPU or CPU will wait for data. More DataLoader workers (with the CPUs per "
+                 "trial to run them), pinned memory, or a cached/preprocessed dataset "
+                 "(decoded once, augmented on the GPU) would help")
+
+
+def _rate(per_s: float) -> str:
+    return "unlimited" if math.isinf(per_s) else f"{per_s:,.0f}"
 
 
 def hook_outcomes(hook: HookResult | None) -> list[Check]:
@@ -372,14 +388,6 @@ def estimate_cost(*, trials: int, repeats: int, steps: int, fraction: float, tim
         concurrency_from=concurrency_from, notes=tuple(notes))
 
 
-def describe_duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
-
-
 def summary_lines(result: Mapping[str, Any]) -> list[str]:
     """Plain-language lines for a stored preflight result (provenance["preflight"])."""
     if result.get("skipped"):
@@ -400,7 +408,7 @@ def summary_lines(result: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"Estimated cost: {estimate['trials']} trials{repeats} x {estimate['steps']} steps"
             f"{saving}, {estimate['concurrency']} at once: about "
-            f"{describe_duration(estimate['wall_s'])} wall time, "
+            f"{format_duration(estimate['wall_s'])} wall time, "
             f"{estimate['gpu_hours']:.3g} GPU-hours, {estimate['cpu_hours']:.3g} CPU-hours.")
     failed = [c for c in result.get("checks", ())
               if c.get("ok") is False and c.get("name") not in ADVISORY_CHECKS]

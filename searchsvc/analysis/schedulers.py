@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from searchsvc.core import EVENT_EXPLOIT, EVENT_STOPPED_EARLY, TRIAL_PRUNED, TrialEvent, TrialRecord
+from searchsvc.core import EventKind, TrialEvent, TrialRecord, TrialState
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,12 @@ def rungs(trials: Sequence[TrialRecord], events: Sequence[TrialEvent]) -> list[R
     stopped_at: dict[int, list[int]] = {}
     # Stopped for a collapsed layer (dimensionality.stop_collapsed): not at a rung.
     collapsed = {e.number for e in events
-                 if e.kind == EVENT_STOPPED_EARLY and e.data.get("reason") == "collapsed"}
+                 if e.kind == EventKind.STOPPED_EARLY and e.data.get("reason") == "collapsed"}
     for e in events:
-        if e.kind == EVENT_STOPPED_EARLY and e.step is not None and e.number not in collapsed:
+        if e.kind == EventKind.STOPPED_EARLY and e.step is not None and e.number not in collapsed:
             stopped_at.setdefault(int(e.step), []).append(e.number)
     for t in trials:  # pruned trials recorded before events existed
-        if t.state == TRIAL_PRUNED and t.last_step is not None and t.number not in collapsed \
+        if t.state == TrialState.PRUNED and t.last_step is not None and t.number not in collapsed \
                 and not any(t.number in v for v in stopped_at.values()):
             stopped_at.setdefault(int(t.last_step), []).append(t.number)
     return [Rung(step, sum(1 for t in trials if (t.last_step or 0) >= step),
@@ -48,7 +48,7 @@ def lineage(events: Sequence[TrialEvent]) -> list[Exploit]:
     """PBT's exploit/explore steps in the order they happened."""
     out = []
     for e in events:
-        if e.kind != EVENT_EXPLOIT:
+        if e.kind != EventKind.EXPLOIT:
             continue
         old = dict(e.data.get("old_config") or {})
         new = dict(e.data.get("new_config") or {})

@@ -25,11 +25,12 @@ from searchsvc.analysis.next_study import NextStudy, suggest_for_objectives, sug
 from searchsvc.analysis.noise import NoiseEstimate, estimate_noise
 from searchsvc.analysis.pareto import ParetoAnalysis, analyze_objectives
 from searchsvc.analysis.preflight import summary_lines as preflight_lines
+from searchsvc.analysis.replay import Replay, study_replay
 from searchsvc.analysis.schedulers import Exploit, Rung, lineage, rungs
 from searchsvc.analysis.summary import StudySummary, summarize
-from searchsvc.analysis.telemetry import StudyTelemetry, study_telemetry
+from searchsvc.analysis.telemetry import StudyTelemetry, auto_packing, study_telemetry
 from searchsvc.analysis.trials import search_trials
-from searchsvc.core import EVENT_STORE_OUTAGE, StudyRecord, TrialEvent, TrialRecord
+from searchsvc.core import EventKind, StudyRecord, TrialEvent, TrialRecord
 from searchsvc.core.judging import ranked as best_ranked
 from searchsvc.spec import StudySpec
 
@@ -55,6 +56,8 @@ class StudyAnalysis:
     # What sdk.watch measured: layer curves, collapses, the early signal, transitions (None:
     # no trial measured any).
     dimensionality: DimensionalityAnalysis | None = None
+    # Early stopping replayed on the study's full curves (None: it has none to replay).
+    replay: Replay | None = None
 
 
 def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
@@ -72,7 +75,9 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
     curves = diagnose_best(search, spec.metric, spec.mode)
     importance = parameter_importance(spec, search, seed=spec.seed)
     objectives = analyze_objectives(spec, trials, top_fraction)
-    next_study = _next_study(spec, search, objectives, boundaries, importance, curves)
+    replay = study_replay(spec, search)
+    next_study = _next_study(spec, search, objectives, boundaries, importance, curves, replay,
+                             isolation)
     findings = _findings(summary, boundaries, isolation, curves, importance)
     findings[1:1] = _noise_findings(noise)
     comparison = compare(parent[0], parent[1], study, trials) if parent else None
@@ -89,34 +94,51 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
     if comparison is not None:
         findings.insert(1, f"Compared with the parent study {parent[0].name!r}: "  # type: ignore[index]
                         f"{comparison.detail}.")
-    telemetry = study_telemetry(trials, spec.resources.gpu, spec.resources.worker_count)
+    auto = study.provenance.get("gpu_auto")  # resources.gpu: auto's decision
+    gpu, cpu = ((spec.resources.gpu, spec.resources.cpu) if not auto
+                else (float(auto["gpu"]), auto.get("cpu")))
+    telemetry = study_telemetry(trials, gpu, spec.resources.worker_count, cpu)
+    if auto:
+        findings.append(auto_packing(auto) + ".")
     findings += [d + "." for d in telemetry.findings]
     dimensionality = study_dimensionality(trials, spec.metric, spec.mode, seed=spec.seed,
                                           loss_metric=training_loss_metric(trials))
     if dimensionality is not None:
         findings += dimensionality.findings
     findings += outage_findings(events)
+    if replay is not None:
+        findings.append(replay_finding(replay))
     return StudyAnalysis(summary, tuple(boundaries), tuple(isolation), tuple(curves),
                          importance, tuple(rungs(search, events)), tuple(lineage(events)),
                          tuple(findings), next_study, noise, comparison, objectives, telemetry,
-                         dimensionality)
+                         dimensionality, replay)
+
+
+def replay_finding(replay: Replay) -> str:
+    """The replay in one line: the setting it recommends, or why none."""
+    text = replay.reason[0].upper() + replay.reason[1:]
+    return (f"Early stopping replayed on {replay.trials} full curves "
+            f"({len(replay.settings)} settings): {text}.")
 
 
 def _next_study(spec: StudySpec, search: Sequence[TrialRecord],
                 objectives: ParetoAnalysis | None, boundaries: Sequence[BoundaryCheck],
-                importance: Mapping[str, float], curves: Sequence[CurveDiagnosis]) -> NextStudy:
-    """The suggested next study: over every objective for several, else over the metric."""
+                importance: Mapping[str, float], curves: Sequence[CurveDiagnosis],
+                replay: Replay | None = None, isolation: Sequence[Isolation] = ()) -> NextStudy:
+    """The suggested next study: over every objective for several, else over the metric
+    (with the early stopping ``replay`` recommends and the scientific values the
+    ``isolation`` verdicts settled)."""
     if objectives is not None and objectives.per_objective:
         feasible = sum(p.feasible for p in objectives.points)
         return suggest_for_objectives(spec, objectives.per_objective, search, feasible)
     usable = best_ranked(search, spec.mode, spec.constraints)
     return suggest_next_study(spec, boundaries, importance, curves,
-                              usable[0] if usable else None, len(usable))
+                              usable[0] if usable else None, len(usable), replay, isolation)
 
 
 def outage_findings(events: Sequence[TrialEvent]) -> list[str]:
     """One line on the store outages the run rode through (none: nothing to say)."""
-    outages = [e for e in events if e.kind == EVENT_STORE_OUTAGE]
+    outages = [e for e in events if e.kind == EventKind.STORE_OUTAGE]
     if not outages:
         return []
     longest = max(outages, key=lambda e: float(e.data.get("seconds", 0.0)))

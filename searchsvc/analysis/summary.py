@@ -7,21 +7,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchsvc.core import (
-    TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_INFEASIBLE,
-    TRIAL_INTERRUPTED,
-    TRIAL_PRUNED,
-    TRIAL_RUNNING,
-    Constraint,
-    StudyRecord,
-    TrialRecord,
-)
+from searchsvc.core import Constraint, StudyRecord, TrialRecord, TrialState
 from searchsvc.core.judging import ranked, study_counts
 
-COUNTED_STATES = (TRIAL_COMPLETED, TRIAL_PRUNED, TRIAL_FAILED, TRIAL_INFEASIBLE,
-                  TRIAL_INTERRUPTED, TRIAL_RUNNING)
+COUNTED_STATES = (TrialState.COMPLETED, TrialState.PRUNED, TrialState.FAILED, TrialState.INFEASIBLE,
+                  TrialState.INTERRUPTED, TrialState.RUNNING)
 
 
 @dataclass(frozen=True)

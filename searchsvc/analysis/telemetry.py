@@ -1,14 +1,17 @@
 """What the trials' telemetry (``Measurement.telemetry``, recorded by the trial worker at every
-step) says: a summary per trial, the study's GPU-hours, and three diagnoses:
+step) says: a summary per trial, the study's GPU-hours, and its diagnoses, with one verdict on
+the GPU per study:
 
 - **input-bound** trials: the loop waited for data (``sdk.data_loader``) more than
   :data:`INPUT_BOUND_FRACTION` of its working time (step time less the time it was blocked
-  handing its previous report over), over all the trial's steps;
-- **under-used GPUs**, with the packing that would fit: the trials' mean GPU utilisation is
-  below :data:`UNDERUSED_UTIL` percent, and k trials per GPU fit, for the largest k in
-  :data:`PACKINGS` above today's (``1 / resources.gpu``) with ``k x peak memory x``
-  :data:`MEMORY_HEADROOM` within the GPU's memory and ``k / today x utilisation <= 100%``
-  (the study-wide peak memory and mean utilisation: the most demanding trial must fit);
+  handing its previous report over), over all the trial's steps (core/telemetry.py's rule).
+  Such a study is told to fix its input first (more loader workers, more CPUs per trial,
+  pinned memory, a cached dataset) and is never told to pack more trials per GPU: packed
+  trials share the same CPUs, so the GPU would wait for data all the more;
+- **under-used GPUs**, with the packing that would fit, only for a GPU left idle by trials
+  that are not input-bound: the trials' mean GPU utilisation is below :data:`UNDERUSED_UTIL`
+  percent, and the packing is core/packing.py's rule (memory with headroom, utilisation, and
+  at least the CPUs each trial's data loader used), the one ``resources.gpu: auto`` applies;
 - **out-of-memory** failures: a trial whose error is torch's out-of-memory is infeasible (the
   driver classifies it with :func:`oom_error`, naming the searched numeric values highest in
   their ranges, the likeliest cause), listed here.
@@ -17,23 +20,18 @@ Pure: core records and the spec in, typed results out."""
 
 from __future__ import annotations
 
-import math
-import re
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchsvc.core import TRIAL_INFEASIBLE, TrialRecord, is_finite_number
-from searchsvc.core.telemetry import working_time
+from searchsvc.core import TrialRecord, TrialState, is_finite_number
+from searchsvc.core.failures import OOM_PREFIX, oom_line, recorded_out_of_memory
+from searchsvc.core.packing import MEMORY_HEADROOM, PACKINGS, choose_packing, trials_now
+from searchsvc.core.telemetry import INPUT_BOUND_FRACTION, is_input_bound, working_time
 from searchsvc.spec.model import ChoiceParameter, Parameter, RangeParameter
 
-INPUT_BOUND_FRACTION = 0.5  # of step time spent waiting for data
 UNDERUSED_UTIL = 50.0  # percent: mean GPU utilisation below this is under-used
-PACKINGS = (2, 4, 8)  # trials per GPU considered
-MEMORY_HEADROOM = 1.2  # peak memory is multiplied by this when checking a packing fits
-OOM_PREFIX = "out of memory"  # the error of a trial the driver classified as out-of-memory
-_OOM = re.compile(r"OutOfMemoryError|CUDA out of memory|CUDA error: out of memory")
 GIB = 1024.0
 STRAGGLER_RATIO = 1.5  # a rank whose median step time is this many times the others' median
 STRAGGLER_MIN_S = 0.01  # ...and longer by at least this much (timer noise on tiny steps)
@@ -62,6 +60,7 @@ class TrialTelemetry:
     # A data-parallel trial: each rank's median working time a step (step time less its wait
     # at the report barrier), by rank (side by side in the report)
     rank_step_time_s: tuple[float, ...] | None = None
+    loader_workers: int | None = None  # its data loader's worker processes, when known
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -127,8 +126,7 @@ def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
     absent = next((f"{k}: {r[k]}" for r in rows for k in ("gpu", "nvml")
                    if isinstance(r.get(k), str)), None)
     ranks = rank_step_times(trial)
-    end = trial.finished_at or max((m.recorded_at for m in trial.measurements), default=None)
-    duration = end - trial.started_at if end and trial.started_at else None
+    duration = trial.duration_s
     return TrialTelemetry(
         number=trial.number, state=str(trial.state), steps=len(rows), duration_s=duration,
         step_time_mean_s=_mean(step_times),
@@ -142,36 +140,84 @@ def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
         gpu_uuid=uuids[-1] if uuids else None,
         time_to_first_batch_s=next(iter(_numbers(rows, "time_to_first_batch_s")), None),
         rank_step_time_s=tuple(statistics.median(t) for t in ranks) if ranks and all(ranks)
-        else None)
+        else None,
+        loader_workers=next((int(w) for w in _numbers(rows, "loader_workers")), None))
 
 
 def study_telemetry(trials: Sequence[TrialRecord], gpu_per_trial: float,
-                    workers: int = 1) -> StudyTelemetry:
+                    workers: int = 1, cpu_per_trial: float | None = None) -> StudyTelemetry:
     """Summaries, GPU-hours and diagnoses. ``gpu_per_trial`` is ``resources.gpu``, each
     process's share (the packing advice is about it); a data-parallel trial holds it on each of
-    its ``workers``, so its GPU-hours are its duration x gpu x workers."""
+    its ``workers``, so its GPU-hours are its duration x gpu x workers. ``cpu_per_trial``
+    (``resources.cpu``): packing advice keeps each trial its data loader's CPUs."""
     summaries = tuple(trial_telemetry(t) for t in trials)
     hours = sum(s.duration_s or 0.0 for s in summaries) / 3600.0
-    diagnoses = [*input_bound(summaries), *underused_gpu(summaries, gpu_per_trial),
+    diagnoses = [*gpu_diagnoses(summaries, gpu_per_trial, cpu_per_trial),
                  *out_of_memory(trials), *stragglers(trials)]
     held = gpu_per_trial * workers
     return StudyTelemetry(summaries, held, hours, hours * held, tuple(diagnoses))
 
 
+def gpu_diagnoses(summaries: Sequence[TrialTelemetry], gpu_per_trial: float,
+                  cpu_per_trial: float | None = None) -> list[Diagnosis]:
+    """The study's one verdict on its GPU: input-bound trials (fix the input first, no packing
+    advice), else an under-used GPU with the packing that fits, else nothing."""
+    bound = input_bound(summaries, cpu_per_trial)
+    if bound:
+        return bound
+    return underused_gpu(summaries, gpu_per_trial, cpu_per_trial)
+
+
+def auto_packing(decision: Mapping[str, Any]) -> str:
+    """What ``resources.gpu: auto`` chose and why, from the decision the driver kept in the
+    study's provenance (driver/gpu_auto.py)."""
+    first = ", ".join(str(n) for n in decision.get("measured_trials", ()))
+    k, gpu, cpu = decision["trials_per_gpu"], decision["gpu"], decision.get("cpu")
+    cpus = "" if cpu is None else f", {cpu:g} CPUs each"
+    if decision.get("gpu_util_mean") is None:
+        line = (f"GPU packing (resources.gpu: auto): trial {first} ran on a whole GPU; "
+                f"{decision.get('limit') or 'nothing measured'}, so every trial kept a whole GPU")
+    else:
+        why = decision.get("limit") or f"{k} per GPU is the most considered"
+        line = (f"GPU packing (resources.gpu: auto): trial {first} ran on a whole GPU, "
+                f"{decision['gpu_util_mean']:.0f}% busy with a peak of "
+                f"{decision['gpu_mem_peak_mb'] / GIB:.1f} GiB of "
+                f"{decision['gpu_mem_total_mb'] / GIB:.0f} GiB; the rest ran {k} per GPU "
+                f"(gpu: {gpu:g}{cpus}): {why}")
+    retried = decision.get("oom_retries")
+    if retried:
+        line += (f"; trial{'s' if len(retried) > 1 else ''} "
+                 f"{', '.join(str(n) for n in retried)} ran out of GPU memory at gpu: {gpu:g} "
+                 f"and ran again at gpu: {decision['retry_gpu']:g}")
+    return line
+
+
 def input_bound(summaries: Sequence[TrialTelemetry],
-                threshold: float = INPUT_BOUND_FRACTION) -> list[Diagnosis]:
-    bound = [s for s in summaries
-             if s.data_wait_fraction is not None and s.data_wait_fraction > threshold]
+                cpu_per_trial: float | None = None) -> list[Diagnosis]:
+    bound = [s for s in summaries if is_input_bound(s.data_wait_fraction)]
     if not bound:
         return []
     waits = ", ".join(f"trial {s.number} {s.data_wait_fraction:.0%}" for s in bound)
     utils = [s.gpu_util_mean for s in bound if s.gpu_util_mean is not None]
-    gpu = f"; the GPU meanwhile averaged {_mean(utils):.0f}% busy" if utils else ""
+    gpu = (f"; the GPU meanwhile averaged {_mean(utils):.0f}% busy, waiting for data" if utils
+           else "")
     return [Diagnosis("input_bound", tuple(s.number for s in bound), (
         f"Input-bound: {len(bound)} trial{'s' if len(bound) > 1 else ''} waited for data more "
-        f"than {threshold:.0%} of their step time ({waits}){gpu}: more DataLoader workers, "
-        "pinned memory or a cached/preprocessed dataset would speed them up"),
-        {"threshold": threshold})]
+        f"than {INPUT_BOUND_FRACTION:.0%} of their step time ({waits}){gpu}. Fix the input "
+        f"first: {_input_advice(bound, cpu_per_trial)}. Packing more trials per GPU would not "
+        "help: they would share the same CPUs and wait longer"),
+        {"threshold": INPUT_BOUND_FRACTION})]
+
+
+def _input_advice(bound: Sequence[TrialTelemetry], cpu_per_trial: float | None) -> str:
+    """The remedies, with the loader's worker count and the trial's CPUs where known."""
+    workers = [s.loader_workers for s in bound if s.loader_workers is not None]
+    more_workers = ("more DataLoader workers" if not workers
+                    else f"more DataLoader workers (it used {max(workers)})")
+    more_cpus = ("more CPUs per trial" if cpu_per_trial is None
+                 else f"more CPUs per trial (resources.cpu is {cpu_per_trial:g})")
+    return (f"{more_workers}, {more_cpus}, pinned memory, or a cached/preprocessed dataset "
+            "(decoded once, augmented on the GPU)")
 
 
 def rank_step_times(trial: TrialRecord) -> list[list[float]]:
@@ -224,18 +270,13 @@ def stragglers(trials: Sequence[TrialRecord]) -> list[Diagnosis]:
         {"ranks": {str(n): r for n, r, *_ in found}, "ratio": STRAGGLER_RATIO})]
 
 
-def packing(util: float, peak_mb: float, total_mb: float, gpu_per_trial: float) -> int | None:
-    """The most trials per GPU that would fit (see the module's rule), or None."""
-    now = max(1, math.floor(1 / gpu_per_trial + 1e-9)) if 0 < gpu_per_trial <= 1 else 1
-    for k in sorted(PACKINGS, reverse=True):
-        if k > now and k * peak_mb * MEMORY_HEADROOM <= total_mb and util * k / now <= 100.0:
-            return k
-    return None
-
-
-def underused_gpu(summaries: Sequence[TrialTelemetry], gpu_per_trial: float) -> list[Diagnosis]:
+def underused_gpu(summaries: Sequence[TrialTelemetry], gpu_per_trial: float,
+                  cpu_per_trial: float | None = None) -> list[Diagnosis]:
+    """Under-used GPUs and the packing that fits (core/packing.py), judged on trials that are
+    not input-bound (:func:`gpu_diagnoses` asks only when none is)."""
     measured = [s for s in summaries if s.gpu_util_mean is not None
-                and s.gpu_mem_peak_mb is not None and s.gpu_mem_total_mb]
+                and s.gpu_mem_peak_mb is not None and s.gpu_mem_total_mb
+                and not is_input_bound(s.data_wait_fraction)]
     if not measured or gpu_per_trial > 1:
         return []
     util = _mean([s.gpu_util_mean for s in measured if s.gpu_util_mean is not None]) or 0.0
@@ -243,24 +284,33 @@ def underused_gpu(summaries: Sequence[TrialTelemetry], gpu_per_trial: float) -> 
     total = min(s.gpu_mem_total_mb or 0.0 for s in measured)
     if util >= UNDERUSED_UTIL:
         return []
-    k = packing(util, peak, total, gpu_per_trial)
+    now = trials_now(gpu_per_trial)
+    workers = [s.loader_workers for s in measured if s.loader_workers is not None]
+    fit = choose_packing(util_percent=util, peak_mb=peak, total_mb=total,
+                         gpu_per_trial=gpu_per_trial,
+                         cpus_per_gpu=None if cpu_per_trial is None else cpu_per_trial * now,
+                         loader_workers=max(workers) if workers else None)
+    k = fit.trials_per_gpu if fit.trials_per_gpu > now else None
     where = (f"mean GPU utilisation {util:.0f}% (under {UNDERUSED_UTIL:.0f}%), peak "
              f"{peak / GIB:.1f} GiB of {total / GIB:.0f} GiB")
     if k is None:
-        advice = "no tighter packing fits its peak memory with 20% headroom"
+        advice = f"no tighter packing fits ({fit.limit})"
     else:
-        advice = (f"resources.gpu: {1 / k:g} would fit {k} trials per GPU (k x peak x "
-                  f"{MEMORY_HEADROOM:g} <= GPU memory, k/now x utilisation <= 100%)")
+        cpus = "" if fit.cpu is None else f" and resources.cpu: {fit.cpu:g}"
+        advice = (f"resources.gpu: {fit.gpu:g}{cpus} would fit {k} trials per GPU (k x peak x "
+                  f"{MEMORY_HEADROOM:g} <= GPU memory, k/now x utilisation <= 100%, each "
+                  "keeping its data loader's CPUs)")
     return [Diagnosis("underused_gpu", tuple(s.number for s in measured),
                       f"Under-used GPUs: {where}: {advice}",
                       {"gpu_util_mean": util, "gpu_mem_peak_mb": peak,
                        "gpu_mem_total_mb": total, "trials_per_gpu": k,
-                       "suggested_gpu": None if k is None else 1 / k})]
+                       "suggested_gpu": None if k is None else fit.gpu,
+                       "suggested_cpu": None if k is None else fit.cpu})]
 
 
 def out_of_memory(trials: Sequence[TrialRecord]) -> list[Diagnosis]:
-    oom = [t for t in trials if t.state == TRIAL_INFEASIBLE
-           and (t.error or "").startswith(OOM_PREFIX)]
+    oom = [t for t in trials if t.state == TrialState.INFEASIBLE
+           and recorded_out_of_memory(t.error)]
     if not oom:
         return []
     details = "; ".join(f"trial {t.number}: {_cause(t.error or '')}" for t in oom)
@@ -275,11 +325,6 @@ def _cause(error: str) -> str:
 
 
 # -- classifying a failed trial (used by the driver) ---------------------------------------
-
-def is_out_of_memory(error: str) -> bool:
-    """Whether a trial's error text is torch's (CUDA) out-of-memory error."""
-    return bool(_OOM.search(error))
-
 
 def oom_culprits(config: Mapping[str, Any], parameters: Iterable[Parameter]
                  ) -> list[tuple[str, Any, float]]:
@@ -310,8 +355,7 @@ def oom_error(error: str, config: Mapping[str, Any], parameters: Iterable[Parame
     highest), then torch's own message."""
     culprits = oom_culprits(config, parameters)
     named = [c for c in culprits if c[2] >= 0.5][:3] or culprits[:1]
-    line = next((ln.strip() for ln in reversed(error.splitlines()) if _OOM.search(ln)),
-                error.strip().splitlines()[-1] if error.strip() else "")
+    line = oom_line(error)
     cause = (", ".join(f"{n}={v} ({pos:.0%} of its range)" for n, v, pos in named)
              if named else "no searched numeric parameter")
     return f"{OOM_PREFIX}. Most likely from {cause}. {line}"

@@ -7,14 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from searchsvc.core import TrialRecord
-from searchsvc.core.judging import by_value, search_trials
-
-
-def ranked(trials: Sequence[TrialRecord], mode: str) -> list[TrialRecord]:
-    """Completed and pruned trials with a finite best value, best first (ties: lower number).
-    Constraints aside: the analyses of the space rank every result; the study's best is
-    :func:`searchsvc.core.judging.best_trial`."""
-    return by_value(trials, mode)
+from searchsvc.core.judging import search_trials
 
 
 def valued_by(trials: Sequence[TrialRecord], metric: str) -> list[TrialRecord]:
@@ -28,4 +21,4 @@ def arm_label(trial: TrialRecord) -> str:
     return ", ".join(f"{k}={v}" for k, v in trial.arm.items())
 
 
-__all__ = ["arm_label", "ranked", "search_trials", "valued_by"]
+__all__ = ["arm_label", "search_trials", "valued_by"]

@@ -9,16 +9,13 @@ validates its own ``backend_options``. Keras is imported only when a Keras backe
 
 from __future__ import annotations
 
-from searchsvc.backends.autokeras import AutoKerasBackend
-from searchsvc.backends.base import Backend, RayBackend
-from searchsvc.backends.keras import KerasTunerBackend
+from typing import cast
+
+from searchsvc.backends.base import Backend
 from searchsvc.errors import SpecIssue
-from searchsvc.registry import Registry
+from searchsvc.plugins import BACKENDS
 from searchsvc.spec import StudySpec
 from searchsvc.spec.validate import options_issues
-
-BACKENDS: Registry[type[Backend]] = Registry("backend", {
-    cls.name: cls for cls in (RayBackend, KerasTunerBackend, AutoKerasBackend)})
 
 
 def backend_names() -> list[str]:
@@ -27,7 +24,7 @@ def backend_names() -> list[str]:
 
 def backend_class(name: str) -> type[Backend]:
     """The backend registered as ``name`` (UnknownNameError listing the valid names)."""
-    return BACKENDS.get(name)
+    return cast(type[Backend], BACKENDS.get(name))
 
 
 def check_backend(spec: StudySpec) -> list[SpecIssue]:
@@ -35,7 +32,7 @@ def check_backend(spec: StudySpec) -> list[SpecIssue]:
     if spec.backend not in BACKENDS:
         return [spec.source.issue(("backend",), f"unknown or unavailable backend (valid: "
                                   f"{', '.join(backend_names())})", spec.backend)]
-    cls = BACKENDS.get(spec.backend)
+    cls = backend_class(spec.backend)
     issues = (options_issues(cls.Options, spec.backend_options, spec.source, "backend_options")
               or cls.check(spec))
     if spec.multi_objective and cls.runs_own_search:

@@ -43,6 +43,8 @@ class AutoKerasBackend(Backend):
                "AutoKeras's own tuner; every AutoKeras trial stored")
     Options = AutoKerasOptions
     runs_own_search = True
+    own_space = True  # AutoKeras searches its own space
+    no_dimensionality_because = "Keras models have no such hook"
 
     @classmethod
     def check(cls, spec: StudySpec) -> list[SpecIssue]:

@@ -38,8 +38,9 @@ class Backend(ABC):
 
     Capabilities the driver reads instead of naming backends: ``runs_own_search`` (the backend
     searches with its own tuner in one job, :meth:`own_search`, instead of running the study's
-    searcher trial by trial) and ``data_parallel`` (a trial may run on several Ray Train
-    workers, ``resources.workers``).
+    searcher trial by trial), ``data_parallel`` (a trial may run on several Ray Train
+    workers, ``resources.workers``), ``own_space`` (its search needs no ``parameters``) and
+    ``no_dimensionality_because`` (why the study file's ``dimensionality`` does not apply).
     """
 
     name: ClassVar[str]
@@ -47,6 +48,10 @@ class Backend(ABC):
     Options: ClassVar[type[BaseModel]] = NoBackendOptions
     runs_own_search: ClassVar[bool] = False
     data_parallel: ClassVar[bool] = False
+    # Whether its own search defines the space, so a study may declare no parameters.
+    own_space: ClassVar[bool] = False
+    # Why ``sdk.watch`` cannot measure its models' dimensionality ("": it can).
+    no_dimensionality_because: ClassVar[str] = ""
 
     def __init__(self, objective: str, search_paths: Sequence[str], metric: str,
                  max_steps: int | None, options: Mapping[str, Any]):

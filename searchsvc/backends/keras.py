@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from searchsvc.backends.base import Backend
+from searchsvc.core.callables import CallableRef
 from searchsvc.errors import ObjectiveError
 from searchsvc.spec.references import ModuleCallable
 
@@ -32,6 +33,7 @@ class KerasTunerBackend(Backend):
     summary = ("a KerasTuner hypermodel, build(hp) or HyperModel, trained with searchsvc's "
                "values; every epoch reported")
     Options = KerasTunerOptions
+    no_dimensionality_because = "Keras models have no such hook"
 
     def run(self, config: dict[str, Any]) -> None:
         import keras_tuner as kt
@@ -133,7 +135,7 @@ def starter_study(objective: str, hypermodel: Any) -> str:
     hp = kt.HyperParameters()
     _as_hypermodel(hypermodel).build(hp)
     lines = [f"  {p.name}: {{{_parameter_yaml(p)}}}" for p in hp.space]
-    module = objective.partition(":")[0]
+    module = CallableRef.parse(objective).module
     name = module.rsplit(".", 1)[-1].replace("_", "-").lower()
     return "\n".join([
         f"# Starter study for {objective}, discovered by building it once with default values.",

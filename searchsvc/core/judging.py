@@ -105,6 +105,15 @@ def by_value(trials: Iterable[T], mode: str) -> list[T]:
                   key=lambda t: (sign * float(t.best_value), t.number))  # type: ignore[arg-type]
 
 
+def completed_first(trials: Iterable[T], mode: str) -> list[T]:
+    """The trials of ``trials`` with a result, those that trained their whole budget
+    (completed) before those a scheduler stopped (pruned), each group best first (ties: the
+    lower number): the order seed repeats take configurations in."""
+    ordered = by_value(trials, mode)
+    return ([t for t in ordered if t.state == TrialState.COMPLETED]
+            + [t for t in ordered if t.state != TrialState.COMPLETED])
+
+
 def is_best_candidate(trial: Judged, constraints: Sequence[Constraint] = ()) -> bool:
     """Whether ``trial`` may be the study's best: a search trial that completed or was pruned
     with a finite value and meets every constraint."""
@@ -181,12 +190,28 @@ class StudyCounts:
     def repeats_total(self) -> int:
         return sum(self.repeats.values())
 
+    @property
+    def repeats_finished(self) -> int:
+        """Seed repeats that ended for good."""
+        return sum(n for s, n in self.repeats.items() if s in FINISHED_TRIAL_STATES)
+
     def describe(self) -> str:
         """``3 completed, 1 failed; 2 seed repeats`` ("no trials yet" without any)."""
         text = ", ".join(f"{n} {s}" for s, n in self.search.items()) or "no trials yet"
         if self.repeats:
             text += f"; {self.repeats_total} seed repeats"
         return text
+
+
+def count_line(finished: int, total: int, repeats_finished: int = 0, repeats_total: int = 0
+               ) -> str:
+    """How far a study is, as live progress and the closing summary both say it: its search
+    trials against the search's total, and its seed repeats apart (when it plans any):
+    ``4/8 trials finished, 2/12 seed repeats``."""
+    text = f"{finished}/{total} trials finished"
+    if repeats_total:
+        text += f", {repeats_finished}/{repeats_total} seed repeats"
+    return text
 
 
 # The order counts are given in: outcomes first, then what has not ended.
@@ -290,11 +315,18 @@ def searcher_value(trial: Judged, constraints: Sequence[Constraint] = ()) -> flo
 # -- how a study ends --------------------------------------------------------------------------
 
 NO_RESULT = "no trial produced a usable result"
+# The provenance key that holds why a study failed (written by whatever failed it).
+FAILURE_KEY = "failure"
 
 
-def study_end(counts: StudyCounts, *, stopped: bool) -> tuple[StudyState, str | None]:
+def study_end(counts: StudyCounts, *, stopped: bool, failed_fast: str | None = None
+              ) -> tuple[StudyState, str | None]:
     """The state a run leaves its study in and, when it failed, why. ``stopped``: the run
-    ended before its budget was spent (Ctrl-C, a time limit, a cancel): resumable."""
+    ended before its budget was spent (Ctrl-C, a time limit, a cancel): resumable.
+    ``failed_fast``: why the run stopped itself (:func:`searchsvc.core.failures.fail_fast`):
+    failed, and resumable once the cause is fixed."""
+    if failed_fast is not None:
+        return StudyState.FAILED, failed_fast
     if stopped:
         return StudyState.INTERRUPTED, None
     if counts.usable == 0:

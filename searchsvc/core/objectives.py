@@ -40,6 +40,16 @@ class Constraint:
         under = self.low - value if self.low is not None else -math.inf
         return max(over, under, 0.0)
 
+    def to_dict(self) -> dict[str, Any]:
+        """As the study file writes it, and as stores and APIs keep it:
+        ``{"metric": ..., "min": ..., "max": ...}``."""
+        return {"metric": self.metric, "min": self.low, "max": self.high}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Constraint:
+        """The constraint :meth:`to_dict` wrote."""
+        return cls(str(data["metric"]), data.get("min"), data.get("max"))
+
     def describe(self) -> str:
         if self.low is not None and self.high is not None:
             return f"{self.low:g} <= {self.metric} <= {self.high:g}"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from searchsvc.core.curve import Curve
-from searchsvc.core.judging import StudyCounts
+from searchsvc.core.judging import FAILURE_KEY, StudyCounts
 from searchsvc.core.objectives import Constraint
 from searchsvc.core.states import FINISHED_TRIAL_STATES, EventKind, StudyState, TrialState
 
@@ -68,6 +68,13 @@ class TrialRecord:
     def finished(self) -> bool:
         return self.state in FINISHED_TRIAL_STATES
 
+    @property
+    def duration_s(self) -> float | None:
+        """Seconds from its start to its end (a trial that has not ended: to its last
+        measurement, when they were read); None when it never started."""
+        end = self.finished_at or max((m.recorded_at for m in self.measurements), default=None)
+        return end - self.started_at if end and self.started_at else None
+
     def curve(self, metric: str, attempt: int | None = None) -> Curve:
         """``metric`` over the latest attempt (or ``attempt``): finite values only."""
         attempt = attempt or self.attempts
@@ -114,6 +121,15 @@ class StudyRecord:
     @property
     def counts(self) -> StudyCounts:
         return StudyCounts(self.trial_counts, self.repeat_counts)
+
+    @property
+    def failure(self) -> str | None:
+        """Why the study failed, as recorded when it did (provenance's ``failure``); None when
+        it did not fail or no reason was recorded."""
+        if self.state != StudyState.FAILED:
+            return None
+        why = self.provenance.get(FAILURE_KEY)
+        return str(why) if why else None
 
 
 @dataclass(frozen=True)

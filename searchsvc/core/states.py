@@ -42,6 +42,9 @@ class EventKind(StrEnum):
     # The store was unreachable and the run rode through it: data: started (epoch seconds),
     # seconds, error (the first failure)
     STORE_OUTAGE = "store_outage"
+    # A result the trial's worker sent for another trial (the one before it on a reused
+    # worker), kept out of its record: data: from (that trial's number)
+    FOREIGN_RESULT = "foreign_result"
 
 
 # The trial number of an event about the whole study rather than one trial.
@@ -50,22 +53,3 @@ STUDY_EVENT = -1
 
 FINISHED_TRIAL_STATES = frozenset({TrialState.COMPLETED, TrialState.PRUNED, TrialState.FAILED,
                                    TrialState.INFEASIBLE})
-
-# The names the rest of the package has long used (the enum members themselves).
-STUDY_CREATED = StudyState.CREATED
-STUDY_RUNNING = StudyState.RUNNING
-STUDY_INTERRUPTED = StudyState.INTERRUPTED
-STUDY_COMPLETED = StudyState.COMPLETED
-STUDY_FAILED = StudyState.FAILED
-STUDY_STATES = tuple(StudyState)
-TRIAL_RUNNING = TrialState.RUNNING
-TRIAL_COMPLETED = TrialState.COMPLETED
-TRIAL_PRUNED = TrialState.PRUNED
-TRIAL_FAILED = TrialState.FAILED
-TRIAL_INFEASIBLE = TrialState.INFEASIBLE
-TRIAL_INTERRUPTED = TrialState.INTERRUPTED
-TRIAL_STATES = tuple(TrialState)
-EVENT_STOPPED_EARLY = EventKind.STOPPED_EARLY
-EVENT_EXPLOIT = EventKind.EXPLOIT
-EVENT_RETRIED = EventKind.RETRIED
-EVENT_STORE_OUTAGE = EventKind.STORE_OUTAGE

@@ -19,3 +19,14 @@ def working_time(row: Mapping[str, Any]) -> float | None:
         return None
     waited = float(wait) if isinstance(wait, int | float) and is_finite_number(wait) else 0.0
     return max(float(step) - waited, 0.0)
+
+
+INPUT_BOUND_FRACTION = 0.5  # of the loop's working time spent waiting for data
+
+
+def is_input_bound(data_wait_fraction: float | None) -> bool:
+    """Whether a loop that waited ``data_wait_fraction`` of its working time for its data
+    loader is input-bound: over :data:`INPUT_BOUND_FRACTION`, i.e. the loader delivered
+    samples more slowly than the step alone would consume them (a trial's telemetry in the
+    report, preflight's timed batches before the study)."""
+    return data_wait_fraction is not None and data_wait_fraction > INPUT_BOUND_FRACTION

@@ -11,16 +11,10 @@ from typing import Any
 
 from ray import tune
 
-from searchsvc.analysis.telemetry import is_out_of_memory, oom_error
-from searchsvc.core import (
-    EVENT_EXPLOIT,
-    EVENT_RETRIED,
-    EVENT_STOPPED_EARLY,
-    TRIAL_INTERRUPTED,
-    StudyRecord,
-    is_finite_number,
-)
-from searchsvc.core.judging import Outcome, trial_outcome
+from searchsvc.analysis.telemetry import oom_error
+from searchsvc.core import EventKind, StudyRecord, TrialState, is_finite_number
+from searchsvc.core.failures import Failure, fail_fast, failure_of, is_out_of_memory
+from searchsvc.core.judging import USABLE_STATES, Outcome, trial_outcome
 from searchsvc.driver import waiting
 from searchsvc.driver.detach import PicklesDetached
 from searchsvc.driver.progress import Progress
@@ -28,6 +22,7 @@ from searchsvc.driver.raycompat import actor_key, actor_node_id
 from searchsvc.driver.trial_results import (
     ResultWriter,
     RunningTrial,
+    foreign_sender,
     is_number,
     step_dimensionality,
     step_telemetry,
@@ -35,6 +30,7 @@ from searchsvc.driver.trial_results import (
 )
 from searchsvc.driver.waiting import Waits, resource_request, wait_message
 from searchsvc.searchers import Searcher
+from searchsvc.spec import Resources
 from searchsvc.store import Store
 from searchsvc.tracking import Tracker, Trackers
 from searchsvc.worker.context import META_KEY
@@ -48,8 +44,17 @@ class StoreCallback(PicklesDetached, tune.Callback):
     node, and killing an overdue actor."""
 
     def __init__(self, store: Store, study: StudyRecord, searcher: Searcher, progress: Progress,
-                 trial_timeout_s: float | None = None, trackers: Tracker | None = None):
+                 trial_timeout_s: float | None = None, trackers: Tracker | None = None,
+                 fail_fast: int = 0, produced: bool = False,
+                 oom_retries: list[int] | None = None, resources: Resources | None = None):
+        """``fail_fast``: the study's ``budget.fail_fast``; ``produced``: whether any of its
+        trials has produced a result (core.failures.fail_fast). ``oom_retries``: a trial out
+        of GPU memory is not ended infeasible but interrupted, its number appended here, for
+        the driver to retry with a larger GPU share (``gpu: auto``, driver/gpu_auto.py).
+        ``resources``: what each trial of this run holds (default the study file's;
+        ``gpu: auto`` packs its later runs)."""
         self.store, self.study, self.searcher, self.progress = store, study, searcher, progress
+        self.oom_retries = oom_retries
         self.trackers = trackers or Trackers()
         self.writer = ResultWriter(store, study.mode, self.trackers)
         self.metric, self.mode = study.metric, study.mode
@@ -58,15 +63,22 @@ class StoreCallback(PicklesDetached, tune.Callback):
         self.constraints = tuple(searcher.spec.constraints)
         self.trial_timeout_s = trial_timeout_s
         self.running: dict[str, RunningTrial] = {}
-        resources = searcher.spec.resources
+        resources = resources or searcher.spec.resources
         self.data_parallel = resources.data_parallel
         self.request = resource_request(resources)
         self.waits, self._waits_checked = Waits(waiting.WAIT_WARN_S), 0.0
         self.node_ids: dict[str, str | None] = {}  # actor id -> Ray node id
+        # Fail fast (core.failures.fail_fast): this run's ended trials, each its failure or
+        # None; whether the study has a result; why the run stops itself, once it must.
+        self.fail_fast, self.produced = fail_fast, produced
+        self.ended: list[Failure | None] = []
+        self.failed_fast: str | None = None
 
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         if trial.trial_id in self.running:
-            return  # restarted after a pause (PBT): the same attempt goes on
+            # a retry's new worker, or a restart after a pause (PBT: the same attempt goes on)
+            self.running[trial.trial_id].placed()
+            return
         meta = trial.config.get(META_KEY) or {}
         record = self.store.start_trial(
             self.study.id, number=int(meta["number"]), config=_config(trial),
@@ -84,6 +96,10 @@ class StoreCallback(PicklesDetached, tune.Callback):
         if state is None:
             return
         step = int(result.get("training_iteration") or 0)
+        sender = foreign_sender(result, state.number)
+        if sender is not None:
+            self._foreign_result(state, sender, step)
+            return
         if state.redoes(step):
             self.writer.discard_from(state, step)
         value = state.take(step, user_metrics(result), step_telemetry(result), self.metric,
@@ -127,11 +143,22 @@ class StoreCallback(PicklesDetached, tune.Callback):
         if state is None:
             return
         error = self._failure_text(trial, state)
-        self.store.record_event(self.study.id, state.number, EVENT_RETRIED,
+        self.store.record_event(self.study.id, state.number, EventKind.RETRIED,
                                 step=state.last_step or None,
                                 data={"error": error[-2000:], "failures": state.failures + 1,
                                       "timed_out": state.timed_out})
         state.retry()
+
+    def _foreign_result(self, state: RunningTrial, sender: int, step: int) -> None:
+        """Keep trial ``sender``'s result out of ``state``'s record; say so once per trial."""
+        if sender in state.foreign:
+            return
+        state.foreign.add(sender)
+        self.store.record_event(self.study.id, state.number, EventKind.FOREIGN_RESULT,
+                                step=step or None, data={"from": sender})
+        self.progress.warn(f"trial {state.number}: its worker sent a result of trial {sender} "
+                           f"(Ray Tune reused the worker before that trial had ended); not "
+                           f"counted for trial {state.number}")
 
     def _stop_overdue_trials(self, timeout_s: float) -> None:
         """Kill the actor of each trial running longer than ``trial_timeout_s``: Ray Tune then
@@ -184,6 +211,11 @@ class StoreCallback(PicklesDetached, tune.Callback):
             return
         error = self._failure_text(trial, state)
         out_of_memory = not state.timed_out and is_out_of_memory(error)
+        if out_of_memory and self.oom_retries is not None:
+            self.oom_retries.append(state.number)  # the same trial runs again: not its end
+            self.writer.interrupt([state])
+            self.progress.trial_finished(state.number, TrialState.INTERRUPTED)
+            return
         if out_of_memory:
             # Infeasible, not failed: the searcher learns this region of the space is out of
             # reach, and the error names the values most likely responsible.
@@ -203,7 +235,7 @@ class StoreCallback(PicklesDetached, tune.Callback):
         why = stop_reason(data, self.metric)
         state.stopped_early = (
             f"stopped early by {data.get('scheduler', 'the scheduler')} at step {step}: {why}")
-        self.store.record_event(self.study.id, state.number, EVENT_STOPPED_EARLY, step=step,
+        self.store.record_event(self.study.id, state.number, EventKind.STOPPED_EARLY, step=step,
                                 data=data)
 
     def exploited(self, trial: Any, step: int, data: dict[str, Any]) -> None:
@@ -211,14 +243,14 @@ class StoreCallback(PicklesDetached, tune.Callback):
         state = self.running.get(trial.trial_id)
         if state is None:
             return
-        self.store.record_event(self.study.id, state.number, EVENT_EXPLOIT, step=step,
+        self.store.record_event(self.study.id, state.number, EventKind.EXPLOIT, step=step,
                                 data=data)
 
     def interrupt_all(self) -> None:
         """Mark every trial still running as interrupted (the run is being stopped)."""
         self.writer.interrupt(list(self.running.values()))
         for state in self.running.values():
-            self.progress.trial_finished(state.number, TRIAL_INTERRUPTED)
+            self.progress.trial_finished(state.number, TrialState.INTERRUPTED)
         self.running.clear()
 
     def _finish(self, trial: Any, state: RunningTrial, end: Outcome) -> None:
@@ -228,6 +260,16 @@ class StoreCallback(PicklesDetached, tune.Callback):
             repeat_of=None if state.record is None else state.record.repeat_of)
         self.searcher.observe(state.observation(_config(trial), end.state, self.mode,
                                                 self.constraints))
+        self._judge_fail_fast(end)
+
+    def _judge_fail_fast(self, end: Outcome) -> None:
+        """Decide, as each trial ends, whether the run must stop (its stopper asks)."""
+        self.produced = self.produced or end.state in USABLE_STATES
+        self.ended.append(failure_of(end.error) if end.state == TrialState.FAILED else None)
+        if self.failed_fast is None:
+            self.failed_fast = fail_fast(self.ended, self.fail_fast, self.produced)
+            if self.failed_fast is not None:
+                self.progress.warn(f"stopping the study: {self.failed_fast}")
 
 
 def _config(trial: Any) -> dict[str, Any]:
@@ -276,10 +318,12 @@ def _checkpoint_dirs(trial: Any) -> list[str]:
 
 class StudyStopper(PicklesDetached, tune.Stopper):
     """Stops a trial after ``budget.max_steps`` reports, or as soon as one of its objectives
-    is NaN/inf (a diverged run only wastes compute)."""
+    is NaN/inf (a diverged run only wastes compute); stops the whole run once ``callback``
+    has found that it must fail fast."""
 
-    def __init__(self, metrics: tuple[str, ...], max_steps: int | None):
-        self.metrics, self.max_steps = metrics, max_steps
+    def __init__(self, metrics: tuple[str, ...], max_steps: int | None,
+                 callback: StoreCallback | None = None):
+        self.metrics, self.max_steps, self.callback = metrics, max_steps, callback
 
     def __call__(self, trial_id: str, result: dict) -> bool:
         if any(is_number(value := result.get(m)) and not math.isfinite(value)
@@ -288,4 +332,4 @@ class StudyStopper(PicklesDetached, tune.Stopper):
         return bool(self.max_steps and result.get("training_iteration", 0) >= self.max_steps)
 
     def stop_all(self) -> bool:
-        return False
+        return self.callback is not None and self.callback.failed_fast is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from searchsvc.core import EVENT_STORE_OUTAGE, STUDY_EVENT
+from searchsvc.core import STUDY_EVENT, EventKind
 from searchsvc.driver.progress import Progress
 from searchsvc.store import Store
 from searchsvc.store.outage import Outage
@@ -23,7 +23,7 @@ def watch_outages(store: Store, study_id: int, progress: Progress) -> Callable[[
         progress.store_outage(outage.seconds, ended=ended, window_s=watch.window_s,
                               error=outage.error)
         if ended:
-            store.record_event(study_id, STUDY_EVENT, EVENT_STORE_OUTAGE, data={
+            store.record_event(study_id, STUDY_EVENT, EventKind.STORE_OUTAGE, data={
                 "started": outage.started, "seconds": round(outage.seconds, 3),
                 "error": outage.error})
 

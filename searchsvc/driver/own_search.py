@@ -7,24 +7,28 @@ neither lost nor run again."""
 from __future__ import annotations
 
 import socket
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from searchsvc.analysis.telemetry import is_out_of_memory
 from searchsvc.backends.base import Backend, SearchedTrial
 from searchsvc.core import StudyRecord, final_metrics, is_finite_number
+from searchsvc.core.failures import is_out_of_memory
 from searchsvc.core.judging import TrialEnd, trial_outcome
 from searchsvc.driver.progress import Progress
+from searchsvc.driver.settings import trial_settings
 from searchsvc.errors import ObjectiveError
-from searchsvc.provenance import code_path
+from searchsvc.provenance import launch_of
 from searchsvc.spec import StudySpec
 from searchsvc.store import Store, searchsvc_home
-from searchsvc.worker.objective import resolve_objective, search_paths_for
+from searchsvc.worker.objective import resolve_objective
+from searchsvc.worker.workdir import working_directory
 
 
 def run_own_search(backend: type[Backend], spec: StudySpec, study: StudyRecord, store: Store,
-                   progress: Progress, finished: set[int]) -> bool:
-    """Run the search to its end; True when the backend finished it (all its trials stored)."""
+                   progress: Progress, finished: set[int], search_paths: Sequence[str]) -> bool:
+    """Run the search to its end; True when the backend finished it (all its trials stored).
+    ``search_paths``: where the objective is imported from (the run's)."""
     import ray
     from ray.util.queue import Empty, Queue
 
@@ -35,9 +39,11 @@ def run_own_search(backend: type[Backend], spec: StudySpec, study: StudyRecord, 
     # Any: Ray's annotations type remote functions of at most 10 arguments; _search takes 11.
     remote: Any = ray.remote(num_cpus=spec.resources.cpu, num_gpus=spec.resources.gpu or 0)
     task = remote(_search)
-    ref = task.remote(backend, spec.objective, search_paths_for(study.spec_file, code_path(study)),
+    settings = trial_settings(spec, search_paths=search_paths, launch=launch_of(study))
+    ref = task.remote(backend, spec.objective, list(settings.search_paths),
                       dict(spec.backend_options), spec.metric, spec.budget.trials,
-                      spec.budget.max_steps, spec.seed, directory, resume, queue)
+                      spec.budget.max_steps, spec.seed, directory, resume, queue,
+                      settings.workdir)
     progress.start()
 
     def drain() -> None:
@@ -67,16 +73,18 @@ def run_own_search(backend: type[Backend], spec: StudySpec, study: StudyRecord, 
 
 def _search(backend: type[Backend], objective: str, search_paths: list[str],
             options: dict[str, Any], metric: str, max_trials: int, epochs: int, seed: int,
-            directory: Path, resume: bool, queue: Any) -> str:
-    """Inside the Ray task: run the search, sending every finished trial to ``queue``."""
+            directory: Path, resume: bool, queue: Any, workdir: str | None) -> str:
+    """Inside the Ray task, in the study's working directory (worker/workdir.py): run the
+    search, sending every finished trial to ``queue``."""
     import ray
 
     node = f"{socket.gethostname()} node {ray.get_runtime_context().get_node_id()}"
     directory.mkdir(parents=True, exist_ok=True)
-    path = backend.own_search(
-        lambda: resolve_objective(objective, search_paths)(), options, metric=metric,
-        max_trials=max_trials, epochs=epochs, seed=seed, directory=directory, resume=resume,
-        sink=lambda trial: queue.put((trial, node)))
+    with working_directory(workdir):
+        path = backend.own_search(
+            lambda: resolve_objective(objective, search_paths)(), options, metric=metric,
+            max_trials=max_trials, epochs=epochs, seed=seed, directory=directory,
+            resume=resume, sink=lambda trial: queue.put((trial, node)))
     return str(path)
 
 

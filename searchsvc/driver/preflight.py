@@ -32,12 +32,12 @@ from searchsvc.analysis.preflight import (
 )
 from searchsvc.backends import backend_class
 from searchsvc.errors import SearchsvcError, SpecIssue
-from searchsvc.searchers import PopulationSchedule, Searcher, create_searcher
+from searchsvc.searchers import PopulationSchedule, Searcher
 from searchsvc.searchers.repeats import planned_repeats, repeat_settings
 from searchsvc.searchers.space import trial_seed
 from searchsvc.spec import StudySpec
 from searchsvc.worker.context import META_KEY
-from searchsvc.worker.objective import given_objective, search_paths_for
+from searchsvc.worker.objective import search_paths_for
 
 PREFLIGHT_TIMEOUT_S = 600.0
 
@@ -45,7 +45,7 @@ PREFLIGHT_TIMEOUT_S = 600.0
 class PreflightError(SearchsvcError):
     """Preflight found the objective would fail the study; every problem as FILE:LINE."""
 
-    exit_code = 12
+    exit_code = 2  # input that cannot work, as a study file's errors
     http_status = 422
 
     def __init__(self, issues: list[SpecIssue], result: PreflightResult | None = None):
@@ -96,16 +96,20 @@ def _not_run_because(spec: StudySpec, backend: Any) -> str | None:
     return None
 
 
-def run_preflight(spec: StudySpec, *, code: str | None = None,
-                  searcher: Searcher | None = None,
+def run_preflight(spec: StudySpec, *, searcher: Searcher, code: str | None = None,
+                  launch: str | None = None,
                   timeout_s: float = PREFLIGHT_TIMEOUT_S) -> PreflightResult:
     """Run preflight in the Ray session this process has (the caller opens it, e.g. with the
-    run's own session so Ray starts once). Raises nothing for a failed check: the result's
-    ``issues`` say what failed (:func:`raise_if_failed`)."""
-    from searchsvc.worker.trainable import TrialSettings
+    run's own session so Ray starts once), as the study's trials will run: ``searcher``, the
+    study's (made by the use case; preflight only reads its trial count and schedule for the
+    estimate); ``code``, its uploaded code bundle; ``launch``, the folder it is launched from
+    (default: this process's, unless it has ``code``: see provenance.launch_folder). Raises
+    nothing for a failed check: the result's ``issues`` say what failed
+    (:func:`raise_if_failed`)."""
+    from searchsvc.driver.settings import trial_settings
+    from searchsvc.provenance import launch_folder
 
     started = time.monotonic()
-    searcher = searcher or create_searcher(spec)
     backend = backend_class(spec.backend)
     steps = preflight_steps(spec)
     config = centre_config(spec)
@@ -113,12 +117,9 @@ def run_preflight(spec: StudySpec, *, code: str | None = None,
     if why is not None:
         return PreflightResult(config, 0, (Check("runs", None, why),), (), None, None,
                                time.monotonic() - started)
-    settings = TrialSettings(
-        study=spec.name, objective=spec.objective,
-        search_paths=tuple(search_paths_for(spec.source.file, code)), metric=spec.metric,
-        mode=spec.mode, max_steps=spec.budget.max_steps, keep_checkpoints=False,
-        backend=backend, backend_options=tuple(sorted(spec.backend_options.items())),
-        function=given_objective(spec.objective))
+    launch = launch_folder(code, launch)
+    paths = search_paths_for(spec.source.file, code, launch)
+    settings = trial_settings(spec, search_paths=paths, launch=launch)
     meta = {"number": 0, "seed": trial_seed(spec.seed, 0), "preflight": True}
     probe = _probe_workers if spec.resources.data_parallel else _probe_process
     found = probe(spec, {**config, META_KEY: meta}, settings, steps, timeout_s)
@@ -204,6 +205,9 @@ def _estimate(spec: StudySpec, searcher: Searcher, own_search: bool, timing: Tim
     if spec.resources.data_parallel:
         notes.append(f"each trial runs on {workers} workers: {cpu:g} CPUs and {gpu:g} GPUs "
                      "a trial")
+    if spec.resources.gpu_auto:
+        notes.append("resources.gpu: auto: estimated with a whole GPU per trial, as the first "
+                     "trial runs; the rest may be packed several to a GPU, and finish sooner")
     notes.append("time per step measured at the centre of the space; larger models or "
                  "batches in the space cost more")
     return estimate_cost(
@@ -241,7 +245,8 @@ def raise_if_failed(result: PreflightResult) -> PreflightResult:
 
 def ray_session(spec: StudySpec, options: Any, code: str | None = None) -> Any:
     """The run's Ray session (started or attached as ``run`` does, once for preflight and the
-    study; a Ray already initialised in this process is used as it is)."""
+    study; a Ray already initialised in this process is used as it is), the objective looked
+    for in ``code``, beside the study file, then in this process's folder."""
     from searchsvc.driver.run import _ray_session
 
-    return _ray_session(spec, options, code)
+    return _ray_session(spec, options, code, search_paths_for(spec.source.file, code))

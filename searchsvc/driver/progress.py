@@ -16,21 +16,32 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from searchsvc.core import FINISHED_TRIAL_STATES, TRIAL_COMPLETED, Constraint, improves
-from searchsvc.core.judging import Candidate, Judged, StudyCounts, best_trial, study_counts
+from searchsvc.core import FINISHED_TRIAL_STATES, Constraint, TrialState, improves
+from searchsvc.core.durations import format_duration
+from searchsvc.core.judging import (
+    Candidate,
+    Judged,
+    StudyCounts,
+    best_trial,
+    count_line,
+    study_counts,
+)
 
 
 class Progress:
     """Counts trials as the runner reports them and shows the study's state. The counts and the
     best so far follow :mod:`searchsvc.core.judging`, as every other surface: ``history`` is the
     study's stored trials (a resumed study), ``constraints`` its bounds; a value counts towards
-    the best once its trial ended completed or pruned, meeting them, and not as a seed repeat."""
+    the best once its trial ended completed or pruned, meeting them, and not as a seed repeat.
+    ``total``: the search's trials; ``repeats``: the seed repeats planned after it, counted
+    apart (core.judging.count_line, as the closing summary counts them)."""
 
     def __init__(self, study: str, total: int, metric: str, mode: str, *,
-                 history: Iterable[Judged] = (), constraints: Sequence[Constraint] = (),
-                 finished_before: int = 0, stream: TextIO | None = None,
-                 live: bool | None = None):
+                 repeats: int = 0, history: Iterable[Judged] = (),
+                 constraints: Sequence[Constraint] = (), finished_before: int = 0,
+                 stream: TextIO | None = None, live: bool | None = None):
         self.study, self.total, self.metric, self.mode = study, total, metric, mode
+        self.repeats = repeats
         self.constraints = tuple(constraints)
         self.finished_before = finished_before  # ended trials not in ``history``
         self.ended: dict[int, Judged] = {t.number: t for t in history
@@ -59,6 +70,7 @@ class Progress:
 
     @property
     def done(self) -> int:
+        """Every trial that ended for good, seed repeats included (the notebook bar's)."""
         return self.finished_before + self.counts.ended
 
     @property
@@ -80,13 +92,14 @@ class Progress:
         if not self._started:
             self._started = True
             if self.notebook:
-                self._bar = notebook_bar(self.study, self.total, self.done)
+                self._bar = notebook_bar(self.study, self.total + self.repeats, self.done)
             elif self.live_mode:
                 self._live = Live(self._line(), console=self.console, refresh_per_second=4,
                                   transient=False)
                 self._live.start()
             else:
-                self.console.print(f"study {self.study}: {self.total} trials, "
+                repeats = f" and {self.repeats} seed repeats" if self.repeats else ""
+                self.console.print(f"study {self.study}: {self.total} trials{repeats}, "
                                    f"{self.done} already finished")
         if note:
             self.console.print(note)
@@ -119,7 +132,7 @@ class Progress:
         if ended:
             self.store_down = None
             if self._live is None:
-                self.console.print(f"store back after {seconds:.0f} s: results written",
+                self.console.print(f"store back after {format_duration(seconds)}: results written",
                                    markup=False)
         else:
             if self.store_down is None and self._live is None:
@@ -149,7 +162,7 @@ class Progress:
                                            dict(final_metrics or {}))
             self._judge()
         if self._live is None and self._bar is None and finished:
-            tag = "" if state == TRIAL_COMPLETED else f" ({state})"
+            tag = "" if state == TrialState.COMPLETED else f" ({state})"
             self.console.print(f"  trial {number} finished{tag} · {self._counts()}")
         self._refresh()
 
@@ -163,14 +176,17 @@ class Progress:
     def _counts(self) -> str:
         found = self.best_trial
         best = "-" if found is None else f"{found.best_value:.6g} (trial {found.number})"
-        return (f"{self.done}/{self.total} done · {len(self.running)} running · "
+        counts = self.counts
+        done = count_line(self.finished_before + counts.finished, self.total,
+                          counts.repeats_finished, self.repeats)
+        return (f"{done} · {len(self.running)} running · "
                 f"{self.failed} failed · best {self.metric} ({self.mode}) {best}")
 
     def _line(self) -> Text:
-        elapsed = time.monotonic() - self.started_at
+        elapsed = format_duration(time.monotonic() - self.started_at)
         down = ("" if self.store_down is None
-                else f" · store unreachable, retrying ({self.store_down:.0f} s)")
-        return Text(f"{self.study}: {self._counts()} · {elapsed:.0f}s{down}")
+                else f" · store unreachable, retrying ({format_duration(self.store_down)})")
+        return Text(f"{self.study}: {self._counts()} · {elapsed}{down}")
 
 
 def notebook_bar(study: str, total: int, done: int) -> Any:

@@ -7,8 +7,9 @@ import logging
 import os
 import signal
 import socket
+import sys
 import time
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,18 +18,22 @@ from typing import Any, TextIO
 from searchsvc import provenance
 from searchsvc.backends import Backend, backend_class
 from searchsvc.codebundle import CodeBundle, module_in_bundle
-from searchsvc.core import (
-    STUDY_RUNNING,
-    Constraint,
-    StudyRecord,
-    TrialRecord,
+from searchsvc.core import Constraint, StudyRecord, StudyState, TrialRecord
+from searchsvc.core.callables import CallableRef
+from searchsvc.core.judging import (
+    FAILURE_KEY,
+    USABLE_STATES,
+    count_line,
+    is_search_trial,
+    searcher_value,
+    study_counts,
+    study_end,
 )
-from searchsvc.core.judging import is_search_trial, searcher_value, study_counts, study_end
 from searchsvc.driver.outages import watch_outages
 from searchsvc.driver.progress import Progress
 from searchsvc.errors import ConflictError, NotFoundError, RunnerError
-from searchsvc.provenance import code_path
-from searchsvc.searchers import Observation, PopulationSchedule, Searcher, create_searcher
+from searchsvc.provenance import code_path, launch_of
+from searchsvc.searchers import Observation, PopulationSchedule, Searcher
 from searchsvc.searchers.base import Proposal
 from searchsvc.searchers.repeats import (
     RepeatSearcher,
@@ -42,12 +47,13 @@ from searchsvc.store import Store, searchsvc_home
 from searchsvc.tracking import Tracker, Trackers, open_trackers
 from searchsvc.worker.context import META_KEY
 from searchsvc.worker.objective import (
-    given_objective,
     locate_objective,
     module_root,
     resolve_objective,
     search_paths_for,
 )
+from searchsvc.worker.shadowing import named_shadowing
+from searchsvc.worker.workdir import NO_TRIAL_DIR_CHANGE
 
 # Quiet Ray Tune's own console output (searchsvc shows its own progress) and its per-trial
 # CSV/JSON/TensorBoard loggers (the store has every result). Set before Ray Tune runs.
@@ -57,6 +63,9 @@ os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
 os.environ.setdefault("RAY_DEDUP_LOGS", "0")
 # searchsvc handles Ctrl-C itself (see _graceful_ctrl_c) so it can tell the user what happened.
 os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
+# Trials run in the folder the study was launched from, not in Tune's trial folder
+# (worker/workdir.py); Tune hands this on to each trial's process.
+os.environ.update(NO_TRIAL_DIR_CHANGE)
 
 TRAINING_RUNS_WAIT_S = 120.0  # the most a study waits, at its end, for runs to stop workers
 
@@ -75,31 +84,44 @@ class RunOptions:
 
 @dataclass(frozen=True)
 class RunOutcome:
+    """How a run ended: the study as stored, its search trials finished of the search's
+    total, its seed repeats finished of those planned (counted apart), and why it stopped."""
+
     study: StudyRecord
     finished: int
     total: int
     reason: str
+    repeats_finished: int = 0
+    repeats_total: int = 0
+
+    def counts(self) -> str:
+        """The counts as live progress showed them (core.judging.count_line)."""
+        return count_line(self.finished, self.total, self.repeats_finished, self.repeats_total)
 
 
-def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
+def create_study(spec: StudySpec, store: Store, options: RunOptions, *, searcher: Searcher,
                  overwrite: bool = False, owner: str | None = None,
                  code: CodeBundle | None = None, import_objective: bool = True,
-                 searcher: Searcher | None = None) -> StudyRecord:
+                 extra_provenance: Mapping[str, Any] | None = None) -> StudyRecord:
     """Record a new study (``overwrite`` deletes an existing one of the same name first;
+    ``extra_provenance``: more to record, e.g. its place in a campaign;
     ``owner``: the service user it belongs to; ``code``: the uploaded code its objective comes
     from). The objective is imported to check it when ``import_objective`` (the CLI, which runs
     it next anyway); otherwise, and always for uploaded code, its module is only located: the
-    service's API process never runs user code. ``searcher``: the study's, if already made."""
-    searcher = searcher or create_searcher(spec)
+    service's API process never runs user code. ``searcher``: the study's (the use case made
+    it from ``spec``, once): its trial count is recorded."""
     in_bundle = code is not None and module_in_bundle(code.path,
-                                                      spec.objective.partition(":")[0])
-    if import_objective and not in_bundle:
-        resolve_objective(spec.objective, search_paths_for(spec.source.file))
-    elif not in_bundle:
-        locate_objective(spec.objective, search_paths_for(spec.source.file))
+                                                      CallableRef.parse(spec.objective).module)
+    if not in_bundle:
+        paths = search_paths_for(spec.source.file)
+        if import_objective:
+            resolve_objective(spec.objective, paths)
+        else:
+            locate_objective(spec.objective, paths)
     if spec.warm_start:
         _warm_start_trials(spec, store, owner)  # refuse a missing study before creating this
     found = provenance.collect(spec.source.file, spec.seed)
+    found.update(extra_provenance or {})
     if code is not None:
         found["code"] = code.provenance()
     if overwrite:
@@ -125,14 +147,14 @@ def create_study(spec: StudySpec, store: Store, options: RunOptions, *,
         ) from None
 
 
-def run_study(name: str, store: Store, options: RunOptions, *,
-              spec: StudySpec | None = None, searcher: Searcher | None = None,
-              trackers: Tracker | None = None) -> RunOutcome:
+def run_study(name: str, store: Store, options: RunOptions, *, searcher: Searcher,
+              spec: StudySpec | None = None, trackers: Tracker | None = None) -> RunOutcome:
     """Run every trial of study ``name`` that has not finished (a new study, or a resume).
-    ``spec``: the study's parsed file when the caller has it (else parsed from the store);
-    ``searcher``: a fresh searcher of it, not yet fed any observation (else made here);
-    ``trackers``: the study's experiment trackers, which the caller ends after its report
-    (else made here from the spec's ``tracking:``, and ended here without a report)."""
+    ``searcher``: a fresh searcher of the study's spec, not yet fed any observation (the use
+    case makes it); ``spec``: the study's parsed file when the caller has it (else parsed
+    from the store); ``trackers``: the study's experiment trackers, which the caller ends
+    after its report (else made here from the spec's ``tracking:``, and ended here without a
+    report)."""
     run = _plan(name, store, options, spec, searcher, trackers)
     _execute(run)
     return _finish(run)
@@ -155,6 +177,7 @@ class _Run:
     progress: Progress
     trackers: Tracker
     own_trackers: bool
+    search_paths: tuple[str, ...]  # where the objective is imported from (worker/objective.py)
     started: float = field(default_factory=time.monotonic)
     ctrl_c: _CtrlC = field(default_factory=lambda: _CtrlC())
     callback: Any = None
@@ -188,18 +211,17 @@ class _Run:
 
 
 def _plan(name: str, store: Store, options: RunOptions, spec: StudySpec | None,
-          searcher: Searcher | None, trackers: Tracker | None) -> _Run:
+          searcher: Searcher, trackers: Tracker | None) -> _Run:
     """Claim the study, replay its finished trials into the searcher (after the warm start's),
-    and start its progress display and trackers."""
+    and start its progress display and trackers; its objective's search paths are worked out
+    here, once, for every step of the run."""
     study = store.get_study(name)
     _claim(study, store)
     spec = spec or spec_of(study)
-    searcher = searcher or create_searcher(spec)
     store.interrupt_running_trials(study.id)  # left over from a driver that died
     trials = store.get_trials(name, measurements=True)
     backend = backend_class(spec.backend)
     noise = repeat_settings(spec, searcher, backend.runs_own_search)
-    total = searcher.total_trials + planned_repeats(noise, len(searcher.arms))
     # As the live study told its searcher: a value only for trials that ended with one.
     # Repeats are not the searcher's proposals: it never sees them.
     history = [_observation(t, t.number, study.metric, spec.constraints) for t in trials
@@ -208,14 +230,16 @@ def _plan(name: str, store: Store, options: RunOptions, spec: StudySpec | None,
         study = _warm_start(spec, study, store, searcher)
     for observation in history:
         searcher.observe(observation)
-    progress = Progress(study.name, total, study.metric, study.mode, history=trials,
+    progress = Progress(study.name, searcher.total_trials, study.metric, study.mode,
+                        repeats=planned_repeats(noise, len(searcher.arms)), history=trials,
                         constraints=spec.constraints, stream=options.progress_stream,
                         live=options.live_progress)
-    study = store.update_study(name, state=STUDY_RUNNING, started_at=study.started_at or
+    study = store.update_study(name, state=StudyState.RUNNING, started_at=study.started_at or
                                time.time(), driver=_driver_info())
     return _Run(store, options, spec, searcher, study, trials,
                 {t.number for t in trials if t.finished}, backend, noise, history, progress,
-                _start_tracking(spec, study, trials, progress, trackers), trackers is None)
+                _start_tracking(spec, study, trials, progress, trackers), trackers is None,
+                tuple(search_paths_for(study.spec_file, code_path(study), launch_of(study))))
 
 
 def _execute(run: _Run) -> None:
@@ -228,13 +252,13 @@ def _execute(run: _Run) -> None:
         if pending and run.backend.runs_own_search:
             from searchsvc.driver.own_search import run_own_search
 
-            with _ray_session(run.spec, run.options, code_path(run.study)):
+            with _ray_session(run.spec, run.options, code_path(run.study), run.search_paths):
                 run.searched_all = run_own_search(run.backend, run.spec, run.study, run.store,
-                                                  run.progress, run.finished)
+                                                  run.progress, run.finished, run.search_paths)
             # no per-trial calls: the trackers catch up from the store
             run.trackers.sync(run.store.get_trials(run.name, measurements=True))
         elif needs_ray:
-            with _ray_session(run.spec, run.options, code_path(run.study)), \
+            with _ray_session(run.spec, run.options, code_path(run.study), run.search_paths), \
                     run.ctrl_c.graceful():
                 _search_then_repeat(run, pending)
     except KeyboardInterrupt:
@@ -253,26 +277,50 @@ def _execute(run: _Run) -> None:
 def _search_then_repeat(run: _Run, pending: list[int]) -> None:
     """The search's pending trials on Ray Tune, then the seed repeats of its best configs
     (unless Ctrl-C or the time limit stopped the search)."""
-    if pending:
+    spec = run.spec
+    if pending and spec.resources.gpu_auto:
+        run.callback, spec = _fit_auto(run, pending)
+    elif pending:
         run.callback = _fit(run.spec, run.study, run.store, run.searcher, pending, run.history,
                             run.progress, run.options, run.spec.budget.time_limit_s,
-                            run.trackers)
+                            run.trackers, search_paths=run.search_paths)
     plan = run.repeats()
     left = run.time_left()
     todo = [p.number for p in plan if p.number not in run.finished]
-    if todo and not run.ctrl_c.pressed and (left is None or left > 0):
-        run.callback = _fit(run.spec, run.study, run.store, RepeatSearcher(run.spec, plan),
-                            todo, [], run.progress, run.options, left, run.trackers)
+    failed_fast = run.callback is not None and run.callback.failed_fast is not None
+    if todo and not run.ctrl_c.pressed and not failed_fast and (left is None or left > 0):
+        run.callback = _fit(spec, run.study, run.store, RepeatSearcher(spec, plan),
+                            todo, [], run.progress, run.options, left, run.trackers,
+                            search_paths=run.search_paths)
+
+
+def _fit_auto(run: _Run, pending: list[int]) -> tuple[Any, StudySpec]:
+    """A ``gpu: auto`` search (driver/gpu_auto.py): its Tune runs, one after the other, each
+    with the time the study has left; returns the last callback and the packed spec."""
+    import ray
+
+    from searchsvc.driver.gpu_auto import run_auto
+
+    def fit(spec: StudySpec, numbers: list[int], searcher: Searcher,
+            oom_retries: list[int] | None) -> Any:
+        return _fit(spec, run.study, run.store, searcher, numbers, run.history, run.progress,
+                    run.options, run.time_left(), run.trackers, search_paths=run.search_paths,
+                    oom_retries=oom_retries)
+
+    gpus = float(ray.cluster_resources().get("GPU", 1.0))
+    return run_auto(run.spec, run.study, run.store, run.searcher, pending, fit, gpus)
 
 
 def _finish(run: _Run) -> RunOutcome:
     """The study's end state and why (core.judging's rule), recorded; the trackers closed
     when the run made them."""
-    done = {t.number for t in run.store.get_trials(run.name) if t.finished}
+    trials = run.store.get_trials(run.name)
+    done = {t.number for t in trials if t.finished}
     search_done = all(n in done for n in range(run.searched))
-    total = run.searched + planned_repeats(run.noise, len(run.searcher.arms))
+    repeats = planned_repeats(run.noise, len(run.searcher.arms))
     if run.noise is not None and search_done:
-        total = run.searched + len(run.repeats())  # an arm with too few trials gets fewer
+        repeats = len(run.repeats())  # an arm with too few trials gets fewer
+    total = run.searched + repeats
     complete = run.searched_all or (search_done and all(p.number in done
                                                         for p in run.repeats()))
     limit = run.spec.budget.time_limit_s
@@ -283,20 +331,22 @@ def _finish(run: _Run) -> RunOutcome:
         reason = ("time limit reached"
                   if limit and time.monotonic() - run.started >= 0.98 * limit
                   else "stopped before all trials ran")
-    state, failure = study_end(study_counts(run.store.get_trials(run.name)),
-                               stopped=not complete)
+    counts = study_counts(trials)
+    state, failure = study_end(counts, stopped=not complete, failed_fast=None
+                               if run.callback is None else run.callback.failed_fast)
     if failure is not None:
         reason = failure
     study = run.store.update_study(
         run.name, state=state, finished_at=time.time() if complete else None, driver={},
         **({} if run.backend.runs_own_search else {"total_trials": total}),
         **({} if failure is None else {"provenance": {**run.study.provenance,
-                                                      "failure": failure}}),
+                                                      FAILURE_KEY: failure}}),
     )
     if run.own_trackers:
         run.trackers.study_finished(study, None)
         run.trackers.close()
-    return RunOutcome(study, len(done), total, reason)
+    return RunOutcome(study, counts.finished, run.searched, reason, counts.repeats_finished,
+                      repeats)
 
 
 def results_dir_of(study: StudyRecord) -> Path:
@@ -391,35 +441,32 @@ def _repeat_plan(spec: StudySpec, store: Store, name: str, searcher: Searcher,
 
 def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
          pending: list[int], history: list[Observation], progress: Progress,
-         options: RunOptions, time_limit_s: float | None, trackers: Tracker | None = None) -> Any:
-    from ray import tune
+         options: RunOptions, time_limit_s: float | None, trackers: Tracker | None = None, *,
+         search_paths: Sequence[str], oom_retries: list[int] | None = None) -> Any:
+    with named_shadowing(search_paths):
+        from ray import tune
 
-    from searchsvc.driver import raycompat
-    from searchsvc.driver.callbacks import StoreCallback, StudyStopper
-    from searchsvc.driver.schedulers import StudyHyperBand, create_scheduler
-    from searchsvc.driver.tune_search import StudySearch
-    from searchsvc.worker.trainable import TrialSettings
+        from searchsvc.driver import raycompat
+        from searchsvc.driver.callbacks import StoreCallback, StudyStopper
+        from searchsvc.driver.schedulers import StudyHyperBand, create_scheduler
+        from searchsvc.driver.settings import trial_settings
+        from searchsvc.driver.tune_search import StudySearch
 
     schedule = searcher.schedule()
-    settings = TrialSettings(
-        study=spec.name, objective=spec.objective,
-        search_paths=tuple(search_paths_for(study.spec_file, code_path(study))),
-        metric=spec.metric,
-        mode=spec.mode, max_steps=spec.budget.max_steps,
+    settings = trial_settings(
+        spec, search_paths=search_paths, launch=launch_of(study),
         # PBT copies checkpoints between trials, so its objectives must save them.
         keep_checkpoints=spec.checkpoints.keep_best is not None
-        or isinstance(schedule, PopulationSchedule),
-        backend=backend_class(spec.backend),
-        backend_options=tuple(sorted(spec.backend_options.items())),
-        function=given_objective(spec.objective),
-        dimensionality=spec.dimensionality.settings(),
-    )
+        or isinstance(schedule, PopulationSchedule))
     results_dir = Path(study.results_dir or searchsvc_home() / "results" / spec.name)
     run_name = f"run-{time.strftime('%Y%m%d-%H%M%S')}"
     storage = (results_dir / "ray").resolve()
     trainable = _trainable(spec, settings, storage / run_name)
-    callback = StoreCallback(store, study, searcher, progress,
-                             trial_timeout_s=spec.budget.trial_timeout_s, trackers=trackers)
+    callback = StoreCallback(
+        store, study, searcher, progress, trial_timeout_s=spec.budget.trial_timeout_s,
+        trackers=trackers, fail_fast=spec.budget.fail_fast,
+        produced=any(t.state in USABLE_STATES for t in store.get_trials(study.name)),
+        oom_retries=oom_retries, resources=spec.resources)
     scheduler = create_scheduler(schedule, spec, callback)
     if isinstance(scheduler, StudyHyperBand):  # earlier runs' results fill the rungs
         for observation in history:
@@ -441,10 +488,14 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         run_config=tune.RunConfig(
             name=run_name,
             storage_path=str(storage),
-            stop=StudyStopper(tuple(o.name for o in spec.objectives), spec.budget.max_steps),
+            stop=StudyStopper(tuple(o.name for o in spec.objectives), spec.budget.max_steps,
+                              callback),
             callbacks=[callback],
             verbose=0,
             log_to_file=True,
+            # What a trial writes to sdk.trial_dir() is copied into the study's results
+            # (from whichever node ran it) as it reports and when it ends.
+            sync_config=tune.SyncConfig(sync_artifacts=True),
             checkpoint_config=tune.CheckpointConfig(
                 num_to_keep=keep, checkpoint_score_attribute=spec.metric if keep else None,
                 checkpoint_score_order=spec.mode,
@@ -552,10 +603,12 @@ class _CtrlC:
 
 
 @contextmanager
-def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
-                 ) -> Iterator[None]:
+def _ray_session(spec: StudySpec, options: RunOptions, code: str | None,
+                 search_paths: Sequence[str]) -> Iterator[None]:
     """Use the Ray already initialised in this process, else start or attach one for the run.
-    ``code``: the study's code bundle, every worker's working directory (and import path)."""
+    ``code``: the study's code bundle, every worker's working directory (and import path);
+    ``search_paths``: where its objective is imported from (attached to a cluster without
+    ``code``, the objective's top-level package is shipped to the workers from there)."""
     import ray
 
     from searchsvc.driver.capacity import check_capacity
@@ -574,7 +627,7 @@ def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
                               "log_to_driver": options.verbose}
     runtime_env: dict[str, Any] = {"working_dir": code} if code else {}
     if options.address:
-        root = module_root(spec.objective, search_paths_for(spec.source.file))
+        root = module_root(spec.objective, search_paths)
         if root is not None and code is None:
             runtime_env["py_modules"] = [str(root)]
         kwargs["address"] = options.address
@@ -585,7 +638,7 @@ def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
         kwargs.update(address="local", num_cpus=options.num_cpus, num_gpus=options.num_gpus,
                       include_dashboard=False)
     try:
-        ray.init(**kwargs)
+        _init_ray(kwargs, embedded=not options.address)
     except Exception as exc:
         where = f"at {options.address}" if options.address else "locally"
         hint = (" If the cluster uses token authentication (Ray's default since 2.60), give "
@@ -602,6 +655,30 @@ def _ray_session(spec: StudySpec, options: RunOptions, code: str | None = None
         shutdown_ray()
 
 
+# What Ray raises when a node it started did not register within its fixed 30 s: on a machine
+# whose cores are all busy (other studies, a test suite), a start that would succeed a moment
+# later.
+_SLOW_NODE_START = "timed out during startup"
+
+
+def _init_ray(kwargs: dict[str, Any], *, embedded: bool) -> None:
+    """``ray.init(**kwargs)``; an embedded Ray that timed out starting is stopped and started
+    once more, with a line saying why (an attached cluster's failure is reported at once)."""
+    import ray
+
+    try:
+        ray.init(**kwargs)
+    except Exception as exc:
+        if not embedded or _SLOW_NODE_START not in str(exc):
+            raise
+        from searchsvc.driver.shutdown import shutdown_ray
+
+        shutdown_ray()  # the half-started node's processes
+        print(f"searchsvc: Ray's node did not start in time ({exc}); the machine may be busy, "
+              "starting it once more", file=sys.stderr)
+        ray.init(**kwargs)
+
+
 def _driver_info() -> dict[str, Any]:
     return {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time()}
 
@@ -609,7 +686,7 @@ def _driver_info() -> dict[str, Any]:
 def _claim(study: StudyRecord, store: Store) -> None:
     """Refuse to drive a study another live process is driving; a dead driver's claim lapses."""
     driver = study.driver or {}
-    if study.state != STUDY_RUNNING or not driver:
+    if study.state != StudyState.RUNNING or not driver:
         return
     if driver.get("host") == socket.gethostname() and driver.get("pid") != os.getpid():
         try:

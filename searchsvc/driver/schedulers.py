@@ -7,13 +7,13 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any, ClassVar, Protocol, cast
 
 from ray.tune.schedulers import TrialScheduler
 
 from searchsvc.analysis.dimensionality import RunningCollapse
 from searchsvc.driver.raycompat import PBT, Bracket, HyperBand, PB2Hooks, rungs_of
-from searchsvc.registry import Registry
+from searchsvc.plugins import SCHEDULERS
 from searchsvc.searchers import HyperbandSchedule, PopulationSchedule, Schedule
 from searchsvc.spec import RangeParameter, StudySpec
 from searchsvc.worker.context import DIMENSIONALITY_KEY, META_KEY
@@ -38,18 +38,8 @@ def create_scheduler(schedule: Schedule | None, spec: StudySpec, events: Schedul
     """The Ray Tune scheduler for ``schedule`` (None: Tune's default FIFO), by its ``kind``."""
     if schedule is None:
         return None
-    return SCHEDULERS.get(schedule.kind)(schedule, spec, events)
-
-
-def _hyperband(schedule: Any, spec: StudySpec, events: SchedulerEvents) -> TrialScheduler:
-    return StudyHyperBand(schedule, spec.metric, spec.mode, events, label=spec.searcher,
-                          stop_collapsed=spec.dimensionality.stop_collapsed)
-
-
-def _population(schedule: Any, spec: StudySpec, events: SchedulerEvents) -> TrialScheduler:
-    random.seed(schedule.seed)  # Ray's PBT draws from the global `random` module
-    cls = StudyPB2 if schedule.variant == "pb2" else StudyPBT
-    return cls(schedule, spec, events)
+    scheduler: TrialScheduler = SCHEDULERS.get(schedule.kind).for_study(schedule, spec, events)
+    return scheduler
 
 
 def measured_layers(result: dict) -> dict[str, dict[str, Any]]:
@@ -100,6 +90,16 @@ class StudyHyperBand(HyperBand):
     """Ray Tune's asynchronous Hyperband with brackets assigned by trial number, rungs that can
     be refilled from the store on resume, an optional promotion quota, and early stops
     reported."""
+
+    kind: ClassVar[str] = "hyperband"
+    summary: ClassVar[str] = ("asynchronous successive halving in Hyperband brackets: stops a "
+                              "trial whose metric trails its rung")
+
+    @classmethod
+    def for_study(cls, schedule: HyperbandSchedule, spec: StudySpec,
+                  events: SchedulerEvents) -> StudyHyperBand:
+        return cls(schedule, spec.metric, spec.mode, events, label=spec.searcher,
+                   stop_collapsed=spec.dimensionality.stop_collapsed)
 
     def __init__(self, schedule: HyperbandSchedule, metric: str, mode: str,
                  events: SchedulerEvents, label: str = "hyperband", *,
@@ -225,6 +225,16 @@ class _ArmPopulation:
 
 
 class StudyPBT(_ArmPopulation, PBT):
+    kind: ClassVar[str] = "population"
+    summary: ClassVar[str] = ("population based training (PBT, or PB2 by `variant`): trials "
+                              "copy a better trial's checkpoint and perturb its config")
+
+    @classmethod
+    def for_study(cls, schedule: PopulationSchedule, spec: StudySpec,
+                  events: SchedulerEvents) -> TrialScheduler:
+        random.seed(schedule.seed)  # Ray's PBT draws from the global `random` module
+        return (StudyPB2 if schedule.variant == "pb2" else cls)(schedule, spec, events)
+
     def __init__(self, schedule: PopulationSchedule, spec: StudySpec, events: SchedulerEvents):
         super().__init__(
             time_attr=STEP, metric=spec.metric, mode=spec.mode,
@@ -267,7 +277,3 @@ def _arm_key(trial: Any) -> tuple:
 def _user_config(config: dict) -> dict:
     return {k: v for k, v in config.items() if k != META_KEY}
 
-
-# A searcher's schedule kind -> the Ray Tune scheduler that carries it out.
-SCHEDULERS: Registry[Callable[[Any, StudySpec, SchedulerEvents], TrialScheduler]] = Registry(
-    "scheduler", {"hyperband": _hyperband, "population": _population})

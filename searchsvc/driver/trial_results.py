@@ -21,20 +21,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
-from searchsvc.core import (
-    TRIAL_INTERRUPTED,
-    Constraint,
-    Curve,
-    Measurement,
-    TrialRecord,
-    TrialState,
-)
+from searchsvc.core import Constraint, Curve, Measurement, TrialRecord, TrialState
 from searchsvc.core.judging import Candidate, TrialEnd, searcher_value
 from searchsvc.core.objectives import update_final
 from searchsvc.searchers import Observation
 from searchsvc.store import Store
 from searchsvc.tracking import Tracker
-from searchsvc.worker.context import DIMENSIONALITY_KEY, TELEMETRY_KEY
+from searchsvc.worker.context import DIMENSIONALITY_KEY, TELEMETRY_KEY, TRIAL_KEY
 
 # Keys Ray adds to every result; everything else is the objective's own metrics.
 RAY_RESULT_KEYS = frozenset({
@@ -44,6 +37,7 @@ RAY_RESULT_KEYS = frozenset({
     "episodes_total", "timesteps_since_restore", "warmup_time", "experiment_id",
     TELEMETRY_KEY,  # the worker's telemetry of the step (Measurement.telemetry), not a metric
     DIMENSIONALITY_KEY,  # what sdk.watch measured (Measurement.dimensionality), not a metric
+    TRIAL_KEY,  # the number of the trial whose objective reported it
 })
 
 # Results are written in groups, one transaction per group (per trial end, or at most this many
@@ -85,6 +79,16 @@ def step_dimensionality(result: Mapping[str, Any]) -> dict[str, Any]:
     return dict(measured) if isinstance(measured, dict) else {}
 
 
+def foreign_sender(result: Mapping[str, Any], number: int) -> int | None:
+    """The trial whose objective sent ``result`` when that is not trial ``number`` (None: its
+    own, or an objective that reported through Ray Tune before searchsvc's wrapper could mark
+    it). Such a result never counts for trial ``number``."""
+    sender = result.get(TRIAL_KEY)
+    if isinstance(sender, int) and not isinstance(sender, bool) and sender != number:
+        return sender
+    return None
+
+
 def is_number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
@@ -121,6 +125,7 @@ class RunningTrial:
     retried: bool = False  # its next results may redo steps from an earlier checkpoint
     timed_out: bool = False
     reported: bool = False  # this try has reported a step
+    foreign: set[int] = field(default_factory=set)  # trials whose results reached this one
 
     def waiting(self) -> bool:
         """Whether this try has reported nothing yet (for a data-parallel trial: its workers
@@ -159,6 +164,12 @@ class RunningTrial:
         self.failures += 1
         self.retried, self.timed_out, self.started = True, False, time.monotonic()
         self.node_recorded, self.reported = False, False
+
+    def placed(self, now: float | None = None) -> None:
+        """A retried try got its worker: its ``budget.trial_timeout_s`` counts from now, not
+        from the failure that queued it (it may have waited long for a free slot)."""
+        if self.retried and not self.reported:
+            self.started = time.monotonic() if now is None else now
 
     def overdue(self, timeout_s: float, now: float | None = None) -> bool:
         """Whether this try has run longer than ``timeout_s`` (and was not stopped yet)."""
@@ -239,9 +250,9 @@ class ResultWriter:
     def interrupt(self, trials: list[RunningTrial]) -> None:
         """Store every pending result and end each of ``trials`` as interrupted."""
         self.commit(trials, lambda t: self.store.finish_trial(
-            t.trial_id, TRIAL_INTERRUPTED, error=INTERRUPTED_ERROR))
+            t.trial_id, TrialState.INTERRUPTED, error=INTERRUPTED_ERROR))
         for trial in trials:
-            self.track_end(trial, TRIAL_INTERRUPTED, INTERRUPTED_ERROR)
+            self.track_end(trial, TrialState.INTERRUPTED, INTERRUPTED_ERROR)
 
     def discard_from(self, trial: RunningTrial, step: int) -> None:
         """A retry redoes ``trial``'s steps from ``step``: what was kept of them goes."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from searchsvc.core.durations import format_duration
 from searchsvc.spec.model import Resources
 
 WAIT_WARN_S = 60.0
@@ -53,10 +54,11 @@ def wait_message(number: int, seconds: float, *, pending: bool, request: str,
     """What the progress says of trial ``number`` waiting ``seconds`` for ``request`` (e.g.
     ``2 workers x 1 CPU``), with the cluster's ``free`` resources now."""
     now = ", ".join(f"{free.get(k, 0.0):g} {k}" for k in ("CPU", "GPU")) + " free now"
+    waited = format_duration(seconds)
     if pending:
-        return (f"trial {number} has waited {seconds:.0f} s for resources ({request}; {now}): "
+        return (f"trial {number} has waited {waited} for resources ({request}; {now}): "
                 "the cluster is busy, or waits for an autoscaler to add a node")
-    return (f"trial {number} has reported no step in {seconds:.0f} s: its workers ({request}) "
+    return (f"trial {number} has reported no step in {waited}: its workers ({request}) "
             f"wait to be placed, or its first step is slow ({now})")
 
 

@@ -4,12 +4,10 @@ PNGs; styling (sizes, colours, heights, WebGL) is decided here."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 import plotly.graph_objects as go
 
-from searchsvc.analysis.telemetry import INPUT_BOUND_FRACTION, StudyTelemetry
 from searchsvc.report.plotdata import (
     AxisPlot,
     BarPlot,
@@ -19,8 +17,10 @@ from searchsvc.report.plotdata import (
     LineagePlot,
     ParallelPlot,
     ParetoPlot,
-    ReportPlots,
+    ProgressPlot,
+    ReplayPlot,
     RungPlot,
+    TelemetryPlot,
 )
 
 WEBGL_FROM = 3000  # trials per scatter plot above which WebGL draws them
@@ -28,39 +28,6 @@ STATUS_COLOURS = {"ok": "#2a7", "near_low": "#d80", "near_high": "#d80",
                   "divergence_edge": "#c33"}
 LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=50, b=50), height=360,
               font=dict(size=12))
-
-
-def report_figures(plots: ReportPlots) -> dict[str, list[tuple[str, go.Figure]]]:
-    """(key, figure) pairs for each report section that has plots: ``isolation``, ``axes``,
-    ``curves``, ``importance`` (importance and parallel coordinates), ``scheduler`` (rungs
-    and lineage). A section with nothing to draw maps to an empty list."""
-    def drawn(*figures: tuple[str, go.Figure] | None) -> list[tuple[str, go.Figure]]:
-        return [f for f in figures if f is not None]
-
-    return {
-        "pareto": drawn(_keyed(plots.pareto, pareto_figure),
-                        _keyed(plots.hypervolume, hypervolume_figure)),
-        "isolation": [(p.key, isolation_figure(p)) for p in plots.isolation],
-        "axes": [(p.key, axis_figure(p)) for p in plots.axes],
-        "curves": drawn(_keyed(plots.curves, curve_figure)),
-        "importance": drawn(_keyed(plots.importance, importance_figure),
-                            _keyed(plots.parallel, parallel_figure)),
-        "scheduler": drawn(_keyed(plots.rungs, rung_figure),
-                           _keyed(plots.lineage, lineage_figure)),
-        "dimensionality": [(p.key, curve_figure(p)) for p in plots.dimensionality],
-    }
-
-
-class _Keyed(Protocol):
-    @property
-    def key(self) -> str: ...
-
-
-_P = TypeVar("_P", bound=_Keyed)
-
-
-def _keyed(plot: _P | None, draw: Callable[[_P], go.Figure]) -> tuple[str, go.Figure] | None:
-    return None if plot is None else (plot.key, draw(plot))
 
 
 def axis_figure(plot: AxisPlot) -> go.Figure:
@@ -190,6 +157,22 @@ def rung_figure(plot: RungPlot) -> go.Figure:
     return fig
 
 
+def replay_figure(plot: ReplayPlot) -> go.Figure:
+    """Each replayed setting: green where it keeps the top trials, red where it loses one; the
+    study's own best as a dotted line."""
+    fig = go.Figure()
+    for series, colour in ((plot.kept, "#2a7"), (plot.lost, "#c33")):
+        fig.add_trace(go.Scatter(x=list(series.x), y=list(series.y), text=list(series.text),
+                                 mode="markers", name=series.name,
+                                 marker=dict(color=colour, size=9)))
+    if plot.full_best is not None:
+        fig.add_hline(y=plot.full_best, line_dash="dot", line_color="grey",
+                      annotation_text="every trial to its end")
+    fig.update_layout(title=plot.title, xaxis_title=plot.x_label, yaxis_title=plot.y_label,
+                      **LAYOUT)
+    return fig
+
+
 def lineage_figure(plot: LineagePlot) -> go.Figure:
     """Lifetimes as grey lines; all exploits as one trace of arrows (segments split by None)."""
     fig = go.Figure()
@@ -212,28 +195,37 @@ def lineage_figure(plot: LineagePlot) -> go.Figure:
     return fig
 
 
-def telemetry_figure(telemetry: StudyTelemetry) -> go.Figure | None:
+def telemetry_figure(plot: TelemetryPlot) -> go.Figure:
     """Per trial (with telemetry): mean step time (bars, left axis) and the fraction of it
     spent waiting for data (markers, right axis; the input-bound threshold dotted)."""
-    shown = [t for t in telemetry.trials if t.step_time_mean_s is not None]
-    if not shown:
-        return None
-    names = [str(t.number) for t in shown]
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=names, y=[t.step_time_mean_s for t in shown],
+    fig.add_trace(go.Bar(x=[b.trial for b in plot.bars], y=[b.step_time_s for b in plot.bars],
                          name="mean step time (s)"))
-    waits = [(n, t.data_wait_fraction) for n, t in zip(names, shown, strict=True)
-             if t.data_wait_fraction is not None]
+    waits = [b for b in plot.bars if b.data_wait is not None]
     if waits:
-        fig.add_trace(go.Scatter(x=[n for n, _ in waits], y=[w for _, w in waits],
+        fig.add_trace(go.Scatter(x=[b.trial for b in waits], y=[b.data_wait for b in waits],
                                  mode="markers", name="data-wait fraction", yaxis="y2",
                                  marker=dict(size=10, symbol="diamond")))
-        fig.add_hline(y=INPUT_BOUND_FRACTION, line_dash="dot", yref="y2",
+        fig.add_hline(y=plot.threshold, line_dash="dot", yref="y2",
                       annotation_text="input-bound above this")
     fig.update_layout(
-        title="Step time and data wait per trial", height=380, xaxis_title="trial",
+        title=plot.title, height=380, xaxis_title="trial",
         xaxis_type="category", yaxis_title="mean step time (s)",
         yaxis2=dict(title="waiting for data", overlaying="y", side="right", range=[0, 1],
                     tickformat=".0%"),
         legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def progress_figure(plot: ProgressPlot) -> go.Figure:
+    """The web UI's progress plot: each finished trial's best metric in the order trials
+    finished (markers), and the study's best so far (a step line)."""
+    fig = go.Figure()
+    fig.add_scatter(x=plot.order, y=plot.values, mode="markers", name="trial", text=plot.labels,
+                    marker=dict(size=6, color="#8aa4c8"))
+    fig.add_scatter(x=plot.order, y=plot.best_so_far, mode="lines", name="best so far",
+                    line=dict(color="#1f5fa8", width=2, shape="hv"))
+    fig.update_layout(template="plotly_white", height=300, margin=dict(l=60, r=20, t=30, b=40),
+                      xaxis_title="trials finished", yaxis_title=plot.metric,
+                      legend=dict(orientation="h", y=1.12))
     return fig

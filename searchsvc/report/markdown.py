@@ -1,27 +1,31 @@
-"""report.md: the findings and tables as Markdown, with the static axis plots (PNG)."""
+"""report.md: the study's head, then each section's text (with the PNGs drawn from the same
+plot data as report.html's figures), in the order of the sections' ``md_rank``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from searchsvc.analysis import StudyAnalysis
 from searchsvc.core import StudyRecord, TrialRecord
-from searchsvc.report.html import fmt
+from searchsvc.report.sections import SECTIONS, ReportContext
 from searchsvc.spec import StudySpec
 
 
 def render_markdown(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
-                    analysis: StudyAnalysis, plots: Sequence[Path], folder: Path) -> str:
-    """report.md: the study's head and findings, then one section per analysis."""
-    lines = [*_head(study, spec, analysis), *_best_trials(study, spec, analysis),
-             *_space(study, analysis), *_training(analysis)]
-    lines += ["", "## Metric against each searched parameter", ""]
-    lines += [f"![{p.stem}]({p.relative_to(folder)})" for p in plots]
-    lines += _errors(trials)
-    lines += ["", "## Suggested next study", "", "Saved as `next_study.yaml`:", "", "```yaml",
-              analysis.next_study.text.rstrip(), "```", "",
-              "All trials: [trials.csv](trials.csv)", ""]
+                    analysis: StudyAnalysis, images: Mapping[str, Sequence[Path]],
+                    folder: Path) -> str:
+    """report.md: the study's head, then every section's parts (``images``: each section's
+    PNGs, by its key, all in ``folder``)."""
+    context = ReportContext(study, spec, trials, analysis)
+    parts: list[tuple[int, list[str]]] = []
+    for section in SECTIONS:
+        relative = [p.relative_to(folder) for p in images.get(section.key, ())]
+        parts += section.markdown_parts(context, relative)
+    lines = _head(study, spec, analysis)
+    for _, part in sorted(parts, key=lambda p: p[0]):  # stable: SECTIONS order within a rank
+        lines += part
+    lines += ["All trials: [trials.csv](trials.csv)", ""]
     return "\n".join(lines)
 
 
@@ -38,79 +42,4 @@ def _head(study: StudyRecord, spec: StudySpec, analysis: StudyAnalysis) -> list[
             f"- metric: `{study.metric}` ({study.mode}) · searcher: `{study.searcher}` · "
             f"state: **{study.state}**",
             f"- trials: {sum(summary.counts.values()) + repeats} of {study.total_trials} "
-            f"({counts})",
-            "", "## Findings", "", *(f"- {f}" for f in analysis.findings), ""]
-
-
-def _best_trials(study: StudyRecord, spec: StudySpec, analysis: StudyAnalysis) -> list[str]:
-    lines = ["## Best trials", "",
-             "Best value over each trial's training (retrospective: the best step, not the "
-             "last).", ""]
-    best = analysis.summary.best_trials
-    params = [p for p in spec.parameter_order if any(p in t.config for t in best)]
-    lines.append(f"| trial | {study.metric} | best step | " + " | ".join(params) + " |")
-    lines.append("|---" * (3 + len(params)) + "|")
-    for t in best:
-        cells = [str(t.number), f"{t.value:.6g}", f"{t.best_step}/{t.last_step}",
-                 *(fmt(t.config.get(p, "")) for p in params)]
-        lines.append("| " + " | ".join(cells) + " |")
-    if not best:
-        lines.append("| (no trial produced a finite value yet) |")
-    return lines
-
-
-def _space(study: StudyRecord, analysis: StudyAnalysis) -> list[str]:
-    """Boundary checks and isolation: what the results say about the search space."""
-    lines: list[str] = []
-    if analysis.boundaries:
-        lines += ["", "## Boundary checks", "", "| parameter | range | status | suggested |",
-                  "|---|---|---|---|"]
-        lines += [f"| {c.parameter} | [{fmt(c.low)}, {fmt(c.high)}] {c.scale} | **{c.status}** "
-                  f"| [{fmt(c.suggested_low)}, {fmt(c.suggested_high)}] |"
-                  for c in analysis.boundaries]
-    if analysis.isolation:
-        lines += ["", "## Isolation", ""]
-        for iso in analysis.isolation:
-            lines += [f"**{iso.parameter}** — {iso.verdict}: {iso.detail}", "",
-                      f"| {iso.parameter} | best {study.metric} | trial | trials |",
-                      "|---|---|---|---|"]
-            lines += [f"| {p.value} | {p.best:.5g} | {p.number} | {p.trials} |"
-                      for p in iso.points]
-            lines.append("")
-    return lines
-
-
-def _training(analysis: StudyAnalysis) -> list[str]:
-    """Curves, importance, early stopping and PBT lineage: how the trials trained."""
-    lines: list[str] = []
-    if analysis.curves:
-        lines += ["", "## Training curves of the best trials", "",
-                  "| trial | arm | best step | issues |", "|---|---|---|---|"]
-        lines += [f"| {c.number} | {c.arm} | {c.best_step}/{c.last_step} "
-                  f"({c.best_step_position}) | {', '.join(c.issues) or 'none'} |"
-                  for c in analysis.curves]
-    if analysis.importance:
-        lines += ["", "## Parameter importance (fANOVA)", ""]
-        lines += [f"- {k}: {v:.0%}" for k, v in
-                  sorted(analysis.importance.items(), key=lambda kv: -kv[1])]
-    if analysis.rungs:
-        lines += ["", "## Early stopping", "", "| rung (step) | reached | stopped |",
-                  "|---|---|---|"]
-        lines += [f"| {r.step} | {r.reached} | {len(r.stopped)} |" for r in analysis.rungs]
-    if analysis.lineage:
-        lines += ["", "## PBT lineage", ""]
-        lines += [f"- step {e.step}: trial {e.number} copied trial {e.parent} ("
-                  + ", ".join(f"{k} {fmt(a)} → {fmt(b)}" for k, (a, b) in e.changes.items())
-                  + ")" for e in analysis.lineage]
-    return lines
-
-
-def _errors(trials: Sequence[TrialRecord]) -> list[str]:
-    failed = [t for t in trials if t.error]
-    if not failed:
-        return []
-    lines = ["", "## Trials with errors", ""]
-    for trial in failed[:20]:
-        last = (trial.error or "").strip().splitlines()[-1:]
-        lines.append(f"- trial {trial.number} ({trial.state}): {last[0] if last else ''}")
-    return lines
+            f"({counts})", ""]

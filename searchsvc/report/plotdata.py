@@ -16,22 +16,18 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from searchsvc.analysis import BoundaryCheck, StudyAnalysis
-from searchsvc.analysis.trials import arm_label, ranked, search_trials
-from searchsvc.core import (
-    TRIAL_INFEASIBLE,
-    Curve,
-    StudyRecord,
-    TrialRecord,
-    improves,
-    is_finite_number,
-)
+from searchsvc.analysis.campaign import Campaign, Round
+from searchsvc.analysis.replay import Replay
+from searchsvc.analysis.telemetry import INPUT_BOUND_FRACTION, StudyTelemetry
+from searchsvc.analysis.trials import arm_label
+from searchsvc.core import Curve, StudyRecord, TrialRecord, TrialState, improves, is_finite_number
 from searchsvc.core.direction import direction
-from searchsvc.core.judging import is_best_candidate
+from searchsvc.core.judging import by_value, is_best_candidate
 from searchsvc.spec import ChoiceParameter, RangeParameter, StudySpec
 
 MAX_POINTS = 4000  # trials per axis plot; the best quarter always among them
@@ -200,6 +196,36 @@ class RungPlot:
 
 
 @dataclass(frozen=True)
+class ReplayPlot:
+    """Each replayed early-stopping setting: the share of steps it saves (x) against the best
+    value the study would have ended with (y), apart by whether it keeps the top trials."""
+
+    key: str
+    title: str
+    x_label: str
+    y_label: str
+    kept: Series  # settings that keep every top trial
+    lost: Series  # settings that stop one of them
+    full_best: float | None  # the study's own best (every curve to its end)
+    recommended: str | None  # the recommended setting's label
+
+
+@dataclass(frozen=True)
+class CampaignPlot:
+    """A campaign's best value per round, with the seed noise as an error bar (0: not
+    measured) and each round's decisions as its label."""
+
+    key: str
+    title: str
+    x_label: str
+    y_label: str
+    rounds: tuple[int, ...]
+    best: tuple[float, ...]
+    noise: tuple[float, ...]
+    labels: tuple[str, ...]  # "camp-next: 2 decisions (range, early_stopping)"
+
+
+@dataclass(frozen=True)
 class Arrow:
     """A PBT exploit: the child copied the parent's weights at the parent's step."""
 
@@ -223,37 +249,48 @@ class LineagePlot:
 
 
 @dataclass(frozen=True)
+class TelemetryBar:
+    """One trial's mean step time and the share of it spent waiting for data (None: not
+    measured)."""
+
+    trial: str
+    step_time_s: float
+    data_wait: float | None
+
+
+@dataclass(frozen=True)
+class TelemetryPlot:
+    """Per trial with telemetry: its mean step time, and its data-wait fraction against the
+    input-bound threshold."""
+
+    key: str
+    title: str
+    bars: tuple[TelemetryBar, ...]
+    threshold: float  # the data-wait fraction above which a trial is input-bound
+
+
+@dataclass(frozen=True)
 class ReportPlots:
-    """Every plot of one report; None (or empty) where the study has nothing to show."""
+    """Every plot of one report, by section (the section's key: its plot data, in the order
+    it draws them; empty where the study has nothing to show)."""
 
-    axes: tuple[AxisPlot, ...]
-    isolation: tuple[IsolationPlot, ...]
-    curves: CurvePlot | None
-    importance: BarPlot | None
-    parallel: ParallelPlot | None
-    rungs: RungPlot | None
-    lineage: LineagePlot | None
-    pareto: ParetoPlot | None = None
-    hypervolume: HypervolumePlot | None = None
-    dimensionality: tuple[CurvePlot, ...] = ()  # one per watched layer
+    sections: Mapping[str, tuple[Any, ...]]
+
+    def of(self, key: str) -> tuple[Any, ...]:
+        """The plot data of the section ``key`` (empty: none, or no such section)."""
+        return self.sections.get(key, ())
 
 
-def report_plots(spec: StudySpec, trials: Sequence[TrialRecord],
-                 analysis: StudyAnalysis) -> ReportPlots:
-    """The data of every plot of the report of ``trials`` analysed as ``analysis``."""
-    search = search_trials(trials)  # repeats: in the curves' bands only
-    return ReportPlots(
-        axes=axis_plots(spec, search, analysis.boundaries),
-        isolation=isolation_plots(spec, analysis),
-        curves=curve_plot(spec, trials, analysis),
-        importance=importance_plot(analysis),
-        parallel=parallel_plot(spec, search),
-        rungs=rung_plot(analysis),
-        lineage=lineage_plot(trials, analysis),
-        pareto=pareto_plot(analysis),
-        hypervolume=hypervolume_plot(analysis),
-        dimensionality=dimensionality_plots(spec, search, analysis),
-    )
+def telemetry_plot(telemetry: StudyTelemetry | None) -> TelemetryPlot | None:
+    """The trials whose mean step time was measured (None: no such trial)."""
+    shown = [t for t in (telemetry.trials if telemetry else ()) if t.step_time_mean_s is not None]
+    if not shown:
+        return None
+    return TelemetryPlot(
+        key="telemetry", title="Step time and data wait per trial",
+        bars=tuple(TelemetryBar(str(t.number), float(t.step_time_mean_s),  # type: ignore[arg-type]
+                                t.data_wait_fraction) for t in shown),
+        threshold=INPUT_BOUND_FRACTION)
 
 
 DIMENSIONALITY_BEST = 5  # the best trials drawn in each layer's dimensionality plot
@@ -267,7 +304,7 @@ def dimensionality_plots(spec: StudySpec, search: Sequence[TrialRecord],
     if dims is None:
         return ()
     collapsed = dims.collapsed_numbers()
-    best = [t.number for t in ranked(search, spec.mode)[:DIMENSIONALITY_BEST]]
+    best = [t.number for t in by_value(search, spec.mode)[:DIMENSIONALITY_BEST]]
     shown = list(dict.fromkeys([*best, *sorted(collapsed)]))
     layers = list(dict.fromkeys(name for t in dims.trials for name in t.layers))
     plots = []
@@ -346,7 +383,7 @@ def axis_plots(spec: StudySpec, trials: Sequence[TrialRecord],
                 continue  # a conditional parameter this trial did not use
             x = t.config[param.name]
             value = _finite(t.best_value)
-            if t.state == TRIAL_INFEASIBLE:
+            if t.state == TrialState.INFEASIBLE:
                 bad[0].append(x)
                 bad[1].append(worst if value is None else value)
                 bad[2].append(f"trial {t.number} diverged")
@@ -388,7 +425,7 @@ def shown_trials(spec: StudySpec, trials: Sequence[TrialRecord]) -> list[TrialRe
     stays light."""
     if len(trials) <= MAX_POINTS:
         return list(trials)
-    top = ranked(trials, spec.mode)[:MAX_POINTS // 4]
+    top = by_value(trials, spec.mode)[:MAX_POINTS // 4]
     chosen = {t.number for t in top}
     rest = [t for t in trials if t.number not in chosen]
     sample = random.Random(SAMPLE_SEED).sample(rest, MAX_POINTS - len(top))
@@ -464,7 +501,7 @@ def parallel_plot(spec: StudySpec, trials: Sequence[TrialRecord]) -> ParallelPlo
     """Parallel coordinates over the searched parameters (log ranges as log10) and the metric;
     at most MAX_LINES trials, the best KEEP_LINES always included (None: fewer than two ranked
     trials, or no parameter every drawn trial has)."""
-    usable = ranked(trials, spec.mode)
+    usable = by_value(trials, spec.mode)
     if len(usable) < 2:
         return None
     if len(usable) > MAX_LINES:
@@ -504,6 +541,42 @@ def rung_plot(analysis: StudyAnalysis) -> RungPlot | None:
                     reached=tuple(r.reached for r in rungs),
                     stopped=tuple(len(r.stopped) for r in rungs),
                     stopped_text=tuple(", ".join(map(str, r.stopped[:12])) for r in rungs))
+
+
+def replay_plot(replay: Replay | None) -> ReplayPlot | None:
+    """The early-stopping replay: saving against the best value, per setting."""
+    if replay is None:
+        return None
+
+    def series(name: str, keeps: bool) -> Series:
+        chosen = [s for s in replay.settings if s.keeps_top_k == keeps and s.best_value is not None]
+        return Series(name, tuple(100 * s.step_saving for s in chosen),
+                      tuple(float(s.best_value) for s in chosen),  # type: ignore[arg-type]
+                      tuple(s.rule.label for s in chosen))
+
+    return ReplayPlot(
+        key="replay", title="Early stopping replayed: steps saved against the best value kept",
+        x_label="steps saved (%)", y_label=f"best {replay.metric}",
+        kept=series(f"keeps the top {len(replay.top_k)} trials", True),
+        lost=series("stops a top trial", False), full_best=replay.best_value,
+        recommended=replay.recommended.rule.label if replay.recommended else None)
+
+
+def campaign_plot(campaign: Campaign) -> CampaignPlot | None:
+    """The campaign's rounds that have a best value (None: none has)."""
+    done = [r for r in campaign.rounds if r.best_value is not None]
+    if not done:
+        return None
+
+    def label(r: Round) -> str:
+        kinds = ", ".join(dict.fromkeys(d.kind for d in r.decisions))
+        return f"{r.study}" + (f": {kinds}" if kinds else "")
+
+    return CampaignPlot(
+        key="campaign", title=f"Campaign {campaign.name}: best per round",
+        x_label="round", y_label=f"best {done[0].metric}",
+        rounds=tuple(r.round for r in done), best=tuple(float(r.best_value) for r in done),  # type: ignore[arg-type]
+        noise=tuple(r.noise or 0.0 for r in done), labels=tuple(label(r) for r in done))
 
 
 def lineage_plot(trials: Sequence[TrialRecord], analysis: StudyAnalysis) -> LineagePlot | None:

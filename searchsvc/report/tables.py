@@ -50,9 +50,7 @@ def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any
     rows = []
     for t in trials:
         summary = summaries.get(t.number)
-        duration = None
-        if t.started_at and t.finished_at:
-            duration = round(t.finished_at - t.started_at, 3)
+        duration = None if t.duration_s is None else round(t.duration_s, 3)
         error = (t.error or "").strip().splitlines()
         rows.append([
             t.number, str(t.state), t.best_value, t.best_step or None, t.last_step or None,

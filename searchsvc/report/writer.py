@@ -15,8 +15,7 @@ from searchsvc.errors import SearchsvcError
 from searchsvc.report.data import report_data
 from searchsvc.report.html import render_html
 from searchsvc.report.markdown import render_markdown
-from searchsvc.report.plotdata import report_plots
-from searchsvc.report.plots import axis_plots
+from searchsvc.report.sections import SECTIONS, report_plots
 from searchsvc.report.tables import write_trials_csv
 from searchsvc.spec import StudySpec
 
@@ -66,12 +65,12 @@ def write_files(folder: Path, study: StudyRecord, spec: StudySpec, trials: list[
     # Computed once and drawn by both renderers, so the PNGs and the HTML show the same data.
     plots = report_plots(spec, trials, analysis)
     if "md" in formats:
-        pngs = axis_plots(plots.axes, folder / "plots")
+        images = {s.key: s.images(plots.of(s.key), folder / "plots") for s in SECTIONS}
         files["md"] = folder / "report.md"
-        files["md"].write_text(render_markdown(study, spec, trials, analysis, pngs, folder))
+        files["md"].write_text(render_markdown(study, spec, trials, analysis, images, folder))
     if "html" in formats:
         files["html"] = folder / "report.html"
-        files["html"].write_text(render_html(study, spec, analysis, plots))
+        files["html"].write_text(render_html(study, spec, analysis, plots, tuple(trials)))
     pareto = analysis.objectives
     front = pareto.front if pareto is not None and len(pareto.objectives) > 1 else None
     return ReportFiles(folder, files, front)

@@ -1,41 +1,26 @@
-"""Searchers by name: a registry of factories, and the study-file rules each one adds.
+"""Searchers by name (the registry :data:`searchsvc.plugins.SEARCHERS`), and the study-file
+rules each one adds.
 
-Adding a searcher is local: subclass :class:`Searcher`, give it a ``name`` (and an ``Options``
-pydantic model if it takes ``searcher_options``), and :func:`register` it.
+Adding a searcher is local: subclass :class:`Searcher`, give it a ``name``, a ``summary`` (and
+an ``Options`` pydantic model if it takes ``searcher_options``, and its capabilities, e.g.
+``multi_fidelity``), and register it as ``"module:ClassName"`` in :mod:`searchsvc.plugins`
+(or, from a plug-in, ``SEARCHERS.register(name, "module:ClassName")``).
 """
 
 from __future__ import annotations
 
+from typing import cast
+
 from pydantic import BaseModel
 
 from searchsvc.errors import SpecError, SpecIssue
-from searchsvc.registry import Registry
+from searchsvc.plugins import SEARCHERS
 from searchsvc.searchers.base import NoOptions, Observation, Proposal, Searcher
-from searchsvc.searchers.bayesian import BayesianSearcher
-from searchsvc.searchers.evolution import NasSearcher
-from searchsvc.searchers.keras_oracle import KerasTunerSearcher
-from searchsvc.searchers.multifidelity import AshaSearcher, BohbSearcher, HyperbandSearcher
-from searchsvc.searchers.population import PbtSearcher
 from searchsvc.searchers.schedule import HyperbandSchedule, PopulationSchedule, Schedule
-from searchsvc.searchers.simple import GridSearcher, QuasiRandomSearcher, RandomSearcher
 from searchsvc.searchers.space import Arm, scientific_arms
 from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec
 from searchsvc.spec.limits import limit_issues
 from searchsvc.spec.validate import options_issues
-
-SEARCHERS: Registry[type[Searcher]] = Registry("searcher")
-
-
-def register(cls: type[Searcher]) -> type[Searcher]:
-    """Make ``cls`` available to study files as ``searcher: <cls.name>``."""
-    SEARCHERS.register(cls.name, cls)
-    return cls
-
-
-for _cls in (GridSearcher, RandomSearcher, QuasiRandomSearcher, BayesianSearcher,
-             HyperbandSearcher, AshaSearcher, BohbSearcher, PbtSearcher, NasSearcher,
-             KerasTunerSearcher):
-    register(_cls)
 
 
 def searcher_names() -> list[str]:
@@ -44,7 +29,7 @@ def searcher_names() -> list[str]:
 
 def searcher_class(name: str) -> type[Searcher]:
     """The searcher registered as ``name`` (UnknownNameError listing the valid names)."""
-    return SEARCHERS.get(name)
+    return cast(type[Searcher], SEARCHERS.get(name))
 
 
 def check_spec(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> list[SpecIssue]:
@@ -58,11 +43,11 @@ def check_spec(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> list[Spe
     if spec.searcher not in SEARCHERS:
         return [spec.source.issue(("searcher",), f"unknown searcher (valid: "
                                   f"{', '.join(searcher_names())})", spec.searcher)]
-    cls = SEARCHERS.get(spec.searcher)
+    cls = searcher_class(spec.searcher)
     issues = (options_issues(cls.Options, spec.searcher_options, spec.source,
                              "searcher_options") or cls.check(spec))
     if spec.multi_objective and not cls.multi_objective:
-        multi = [n for n in searcher_names() if SEARCHERS.get(n).multi_objective]
+        multi = SEARCHERS.having("multi_objective")
         issues = [*issues, spec.source.issue(
             ("metrics",), f"searcher '{cls.name}' cannot search several objectives: "
             f"{cls.single_objective_because}. Use one of {', '.join(multi)}, or a single "
@@ -80,7 +65,7 @@ def create_searcher(spec: StudySpec, limits: SpecLimits = DEFAULT_LIMITS) -> Sea
     issues = check_spec(spec, limits)
     if issues:
         raise SpecError(issues)
-    cls = SEARCHERS.get(spec.searcher)
+    cls = searcher_class(spec.searcher)
     options: BaseModel = cls.Options.model_validate(dict(spec.searcher_options))
     return cls(spec, options)
 
@@ -97,7 +82,6 @@ __all__ = [
     "Searcher",
     "check_spec",
     "create_searcher",
-    "register",
     "scientific_arms",
     "searcher_class",
     "searcher_names",

@@ -96,11 +96,25 @@ class Searcher(ABC):
     # ``single_objective_because`` says why.
     multi_objective: ClassVar[bool] = False
     single_objective_because: ClassVar[str] = "it ranks trials by a single metric"
+    # Whether its schedule stops trials early at rungs (``dimensionality.stop_collapsed`` needs
+    # one to stop a collapsed trial through).
+    multi_fidelity: ClassVar[bool] = False
+    # Whether it runs every point of the searched parameters' grid (``SpecLimits`` caps the
+    # grid's size before it is enumerated).
+    exhaustive: ClassVar[bool] = False
 
     def __init__(self, spec: StudySpec, options: BaseModel):
         self.spec = spec
         self.options = options
         self.arms = scientific_arms(spec)
+
+    @classmethod
+    def proposing_as(cls, spec: StudySpec) -> tuple[tuple[str, Any], ...] | None:
+        """For a ``multi_fidelity`` searcher taking over study ``spec`` (of any searcher) to
+        add early stopping: its ``searcher_options``, besides those of its stopping rule, under
+        which it proposes configs as ``spec``'s searcher did; None when it cannot (the
+        default)."""
+        return None
 
     @classmethod
     def check(cls, spec: StudySpec) -> list[SpecIssue]:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.core.direction import direction
 from searchsvc.searchers.base import Observation, Proposal, Searcher
 from searchsvc.searchers.bayesian import BayesianOptions, BayesianSearcher
@@ -90,7 +90,7 @@ class NasSearcher(Searcher):
         if self._options.strategy == "tpe":
             self._tpe.observe(observation)
             return
-        if observation.state != TRIAL_COMPLETED or observation.value is None:
+        if observation.state != TrialState.COMPLETED or observation.value is None:
             return  # failed or diverged architectures do not reproduce
         arm, _ = self.arm_for(observation.number)
         genes = {p.name: observation.config[p.name] for p in nuisance_dimensions(self.spec)

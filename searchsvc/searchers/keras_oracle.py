@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_PRUNED
+from searchsvc.core import TrialState
 from searchsvc.core.direction import direction
 from searchsvc.searchers.base import Observation, Proposal, Searcher
 from searchsvc.searchers.space import build_config, on_grid
@@ -90,7 +90,7 @@ class KerasTunerSearcher(Searcher):
             for name, value in observation.config.items():
                 if name in trial.hyperparameters.values:
                     trial.hyperparameters.values[name] = value
-        ok = (observation.state in (TRIAL_COMPLETED, TRIAL_PRUNED)
+        ok = (observation.state in (TrialState.COMPLETED, TrialState.PRUNED)
               and observation.value is not None)
         if ok:
             oracle.update_trial(trial.trial_id, {self.spec.metric: observation.value})

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE, TRIAL_PRUNED
+from searchsvc.core import TrialState
 from searchsvc.core.direction import direction
 from searchsvc.core.objectives import objective_values, violations
 from searchsvc.searchers.space import on_grid
@@ -165,7 +165,7 @@ class OptunaModel(ArmModel):
                         self.study.tell(trial, state=TrialState.FAIL)
                 elif _has_values(state, value):
                     self.study.tell(trial, value)
-                elif state == TRIAL_PRUNED and value is not None:
+                elif state == TrialState.PRUNED and value is not None:
                     trial.report(value, last_step or 0)
                     self.study.tell(trial, state=TrialState.PRUNED)
                 else:
@@ -181,7 +181,7 @@ class OptunaModel(ArmModel):
                 kwargs.update(state=TrialState.FAIL)
             elif _has_values(state, value):
                 kwargs.update(state=TrialState.COMPLETE, value=value)
-            elif state == TRIAL_PRUNED and value is not None:
+            elif state == TrialState.PRUNED and value is not None:
                 kwargs.update(state=TrialState.PRUNED,
                               intermediate_values={last_step or 0: value})
             else:
@@ -195,7 +195,7 @@ class OptunaModel(ArmModel):
 def _has_values(state: str, value: float | None) -> bool:
     """Whether Optuna is told the trial as complete: it completed, or only its constraints made
     it infeasible (then it comes with a value)."""
-    return value is not None and state in (TRIAL_COMPLETED, TRIAL_INFEASIBLE)
+    return value is not None and state in (TrialState.COMPLETED, TrialState.INFEASIBLE)
 
 
 def _optuna_suggest(trial: Any, param: Parameter) -> Any:
@@ -245,7 +245,7 @@ class HyperoptModel(ArmModel):
              last_step: int | None, final_metrics: Mapping[str, float] | None = None) -> None:
         from hyperopt import JOB_STATE_DONE, JOB_STATE_ERROR, STATUS_FAIL, STATUS_OK
 
-        ok = state == TRIAL_COMPLETED and value is not None
+        ok = state == TrialState.COMPLETED and value is not None
         result = ({"status": STATUS_OK, "loss": value if self.minimize else -value}
                   if ok and value is not None else {"status": STATUS_FAIL})
         tid = self.asked.pop(number, None)

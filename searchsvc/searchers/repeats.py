@@ -12,9 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from searchsvc.core import TRIAL_COMPLETED, Objective, TrialRecord, is_finite_number
+from searchsvc.core import Objective, TrialRecord, TrialState, is_finite_number
 from searchsvc.core.direction import direction
-from searchsvc.core.judging import has_result, meets_constraints, search_trials
+from searchsvc.core.judging import (
+    completed_first,
+    has_result,
+    meets_constraints,
+    search_trials,
+)
 from searchsvc.searchers.base import NoOptions, Proposal, Searcher
 from searchsvc.searchers.space import Arm, trial_seed
 from searchsvc.spec import Noise, StudySpec
@@ -62,9 +67,7 @@ def repeat_order(spec: StudySpec, trials: Sequence[TrialRecord]) -> list[TrialRe
     best), judged on final values, completed trials meeting every constraint first, so the
     repeats measure each end of the front."""
     if not spec.multi_objective:
-        sign = direction(spec.mode).sign
-        return sorted(trials, key=lambda t: (t.state != TRIAL_COMPLETED,
-                                             sign * float(t.best_value or 0.0), t.number))
+        return completed_first(trials, spec.mode)
     rankings = [_ranked_on(spec, trials, objective) for objective in spec.objectives]
     chosen: dict[int, TrialRecord] = {}
     while any(rankings):
@@ -80,16 +83,16 @@ def _ranked_on(spec: StudySpec, trials: Sequence[TrialRecord], objective: Object
                ) -> list[TrialRecord]:
     sign = direction(objective.mode).sign
     return sorted((t for t in trials if is_finite_number(t.final_metrics.get(objective.name))),
-                  key=lambda t: (t.state != TRIAL_COMPLETED
+                  key=lambda t: (t.state != TrialState.COMPLETED
                                  or not meets_constraints(t.final_metrics, spec.constraints),
                                  sign * t.final_metrics[objective.name], t.number))
 
 
-class RepeatSearcher(Searcher):
-    """Proposes a fixed plan of repeats (what the driver runs after the search)."""
+class PlannedSearcher(Searcher):
+    """Proposes a fixed plan of proposals, by trial number."""
 
-    name = "repeats"
-    summary = "seed repeats of the search's best configurations"
+    name = "planned"
+    summary = "a fixed plan of trials"
     Options = NoOptions
 
     def __init__(self, spec: StudySpec, plan: Sequence[Proposal]):
@@ -102,3 +105,10 @@ class RepeatSearcher(Searcher):
 
     def propose(self, number: int) -> Proposal:
         return self.plan[number]
+
+
+class RepeatSearcher(PlannedSearcher):
+    """Proposes a fixed plan of repeats (what the driver runs after the search)."""
+
+    name = "repeats"
+    summary = "seed repeats of the search's best configurations"

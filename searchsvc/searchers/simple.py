@@ -73,6 +73,7 @@ def halton_points(spec: StudySpec, arm: Arm, count: int) -> np.ndarray:
 
 class GridSearcher(Searcher):
     name = "grid"
+    exhaustive = True
     multi_objective = True  # proposes without looking at results
     summary = ("every combination of the discrete values (conditions applied); budget.trials "
                "may repeat the grid a whole number of times with different seeds")

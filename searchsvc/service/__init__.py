@@ -14,18 +14,14 @@ def serve_app(api: Any, host: str, port: int) -> None:
 
     import uvicorn
 
-    import searchsvc.backends
+    from searchsvc import usecases
 
     # What is loaded now lives as long as the server: FastAPI, SQLAlchemy, pydantic, and what
     # submitting a study and writing a report import (loaded on first use, that took ~1 s of
     # the event loop). Left to the garbage collector, each full collection walks those ~10^5
     # objects again and stops every request for 40-90 ms (benchmarks/service_load.py); frozen,
     # a full collection takes about a millisecond.
-    import searchsvc.driver
-    import searchsvc.report
-    import searchsvc.searchers
-    import searchsvc.usecases  # noqa: F401
-
+    usecases.warm_up()
     gc.collect()
     gc.freeze()
     uvicorn.run(api, host=host, port=port, log_level="warning")

@@ -10,7 +10,7 @@ from typing import Any, Literal, get_args
 from fastapi import HTTPException
 from fastapi.responses import FileResponse
 
-from searchsvc.core import STUDY_CREATED, STUDY_INTERRUPTED, STUDY_RUNNING, StudyRecord
+from searchsvc.core import StudyRecord, StudyState
 from searchsvc.errors import LimitExceededError, NotFoundError
 from searchsvc.service.scheduler import StudyScheduler
 from searchsvc.store import Store
@@ -61,7 +61,7 @@ class ServiceStudies:
 
     def resume(self, name: str, owner: str) -> StudyRecord:
         study = self.owned(name, owner)
-        if study.state != STUDY_INTERRUPTED:
+        if study.state != StudyState.INTERRUPTED:
             raise HTTPException(409, f"study {name!r} is {study.state}; only an interrupted "
                                 "study can be resumed")
         if self.max_queued_per_user is not None:  # a resumed study is queued as a new one
@@ -78,7 +78,7 @@ class ServiceStudies:
 def check_quota(store: Store, user: str, limit: int) -> None:
     """Refuse (429) to queue another study of ``user``'s when ``limit`` are queued or running:
     creating a study and resuming one count alike."""
-    active = len(store.list_studies(owner=user, states=(STUDY_CREATED, STUDY_RUNNING)))
+    active = len(store.list_studies(owner=user, states=(StudyState.CREATED, StudyState.RUNNING)))
     if active >= limit:
         raise LimitExceededError(
             f"user {user!r} has {active} studies queued or running, the most this server "

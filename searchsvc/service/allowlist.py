@@ -9,18 +9,18 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-from searchsvc.backends import backend_class, backend_names
 from searchsvc.codebundle import allowed_module, module_in_bundle
 from searchsvc.errors import SpecIssue
 from searchsvc.searchers import searcher_class, searcher_names
 from searchsvc.spec import StudySpec
 from searchsvc.spec.references import Reference, references
+from searchsvc.usecases import backend_names, backend_options
 
 
 def spec_references(spec: StudySpec) -> list[Reference]:
     """Every "module:callable" that running ``spec`` imports (spec must be valid)."""
     found = references(spec)
-    backend = backend_class(spec.backend).Options.model_validate(dict(spec.backend_options))
+    backend = backend_options(spec.backend).model_validate(dict(spec.backend_options))
     searcher = searcher_class(spec.searcher).Options.model_validate(dict(spec.searcher_options))
     return [*found, *references(backend, ("backend_options",)),
             *references(searcher, ("searcher_options",))]
@@ -29,7 +29,7 @@ def spec_references(spec: StudySpec) -> list[Reference]:
 def option_models() -> dict[str, type]:
     """Every model a study's references can live in, by where it sits in the file."""
     models: dict[str, type] = {"": StudySpec}
-    models.update({f"backend_options ({n})": backend_class(n).Options for n in backend_names()})
+    models.update({f"backend_options ({n})": backend_options(n) for n in backend_names()})
     models.update({f"searcher_options ({n})": searcher_class(n).Options
                    for n in searcher_names()})
     return models

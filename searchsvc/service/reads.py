@@ -61,6 +61,15 @@ def reads_router(ctx: ApiContext) -> APIRouter:
         owned(name, owner)
         return studies.report_response(name, format)
 
+    @router.get("/campaigns/{name}")
+    def get_campaign(name: str, owner: User) -> dict[str, Any]:
+        """Campaign ``name``'s timeline (as ``searchsvc campaign --json``): each round's search
+        space, best with its seed noise, verdicts, the decisions that made it with their
+        evidence, and compute spent. Only the user's own studies count."""
+        from searchsvc import usecases
+
+        return encode(usecases.campaign(name, store, owner=owner).as_dict())
+
     @router.post("/studies/{name}/cancel")
     def cancel(name: str, owner: User) -> dict[str, Any]:
         """Stop a queued or running study (running trials are marked interrupted)."""
@@ -81,8 +90,7 @@ def study_json(s: StudyRecord, detail: bool = False) -> dict[str, Any]:
            # core.judging's counts (search trials by state, seed repeats apart) and best
            "trial_counts": dict(s.trial_counts), "repeat_counts": dict(s.repeat_counts),
            "best_value": s.best_value,
-           "constraints": [{"metric": c.metric, "min": c.low, "max": c.high}
-                           for c in s.constraints],
+           "constraints": [c.to_dict() for c in s.constraints],
            "created_at": s.created_at, "started_at": s.started_at,
            "finished_at": s.finished_at}
     if detail:

@@ -15,7 +15,8 @@ import sys
 import threading
 from pathlib import Path
 
-from searchsvc.core import STUDY_CREATED, STUDY_INTERRUPTED, STUDY_RUNNING, StudyRecord
+from searchsvc.core import StudyRecord, StudyState
+from searchsvc.core.judging import FAILURE_KEY
 from searchsvc.service.capacity import ClusterView
 from searchsvc.store import Store
 
@@ -25,6 +26,11 @@ from searchsvc.store import Store
 # API is idle it costs the study nothing.
 DRIVER_NICENESS = 10
 
+# A study whose driver exits with an error this many times in a row while the study is still
+# queued or running (it never got going: Ray could not start, its store refused it) is marked
+# failed with the driver's last line as the reason, instead of being relaunched forever.
+MAX_FAILED_LAUNCHES = 3
+
 
 class StudyScheduler:
     def __init__(self, store: Store, *, address: str | None = None, max_running: int = 1,
@@ -33,6 +39,7 @@ class StudyScheduler:
         self.num_cpus, self.logs, self.poll_s = num_cpus, logs, poll_s
         self.cluster = ClusterView(address, num_cpus)  # what the studies will run on
         self.running: dict[str, subprocess.Popen] = {}
+        self.failed_launches: dict[str, int] = {}  # a study's driver exits in error, in a row
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -58,13 +65,13 @@ class StudyScheduler:
                 os.killpg(process.pid, signal.SIGINT)
                 return
             study = self.store.get_study(name)
-            if study.state in (STUDY_CREATED, STUDY_RUNNING):
-                self.store.update_study(name, state=STUDY_INTERRUPTED, driver={})
+            if study.state in (StudyState.CREATED, StudyState.RUNNING):
+                self.store.update_study(name, state=StudyState.INTERRUPTED, driver={})
 
     def requeue(self, name: str) -> None:
         """Queue a stopped study to run its unfinished trials."""
         with self._lock:
-            self.store.update_study(name, state=STUDY_CREATED)
+            self.store.update_study(name, state=StudyState.CREATED)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -77,16 +84,36 @@ class StudyScheduler:
     def tick(self) -> None:
         with self._lock:
             for name, process in list(self.running.items()):
-                if process.poll() is not None:
+                code = process.poll()
+                if code is not None:
                     del self.running[name]
+                    self._judge_exit(name, code)
             # Only queued and running studies: this runs every poll_s in the API's process.
-            for study in self.store.list_studies(states=(STUDY_CREATED, STUDY_RUNNING)):
+            for study in self.store.list_studies(states=(StudyState.CREATED, StudyState.RUNNING)):
                 if len(self.running) >= self.max_running:
                     return
                 if study.owner is not None and study.name not in self.running and (
-                        study.state == STUDY_CREATED
-                        or (study.state == STUDY_RUNNING and not _driver_alive(study))):
+                        study.state == StudyState.CREATED
+                        or (study.state == StudyState.RUNNING and not _driver_alive(study))):
                     self.running[study.name] = self._launch(study.name)
+
+    def _judge_exit(self, name: str, code: int) -> None:
+        """A driver ended with exit ``code``: after :data:`MAX_FAILED_LAUNCHES` failures in a
+        row that left its study queued or running, the study is failed with the reason."""
+        study = self.store.get_study(name)
+        if code == 0 or study.state not in (StudyState.CREATED, StudyState.RUNNING):
+            self.failed_launches.pop(name, None)
+            return
+        failed = self.failed_launches[name] = self.failed_launches.get(name, 0) + 1
+        if failed < MAX_FAILED_LAUNCHES:
+            return
+        del self.failed_launches[name]
+        said = _last_line(self.logs / f"{name}.log") if self.logs is not None else ""
+        failure = (f"its driver exited with code {code} {failed} times in a row before the "
+                   f"study could run" + (f": {said}" if said else ""))
+        logging.getLogger(__name__).error("study %s failed: %s", name, failure)
+        self.store.update_study(name, state=StudyState.FAILED, driver={},
+                                provenance={**study.provenance, FAILURE_KEY: failure})
 
     def _launch(self, name: str) -> subprocess.Popen:
         command = [sys.executable, "-m", "searchsvc.cli", "resume", name,
@@ -106,6 +133,15 @@ class StudyScheduler:
                                    start_new_session=True)
         _lower_priority_of_session(process.pid)
         return process
+
+
+def _last_line(log: Path) -> str:
+    """The last non-blank line of a driver's log (empty when there is none)."""
+    try:
+        lines = log.read_text(errors="replace").splitlines()
+    except OSError:
+        return ""
+    return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
 
 def _lower_priority_of_session(pid: int) -> None:

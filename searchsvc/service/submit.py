@@ -142,6 +142,10 @@ def _study_file_body() -> dict[str, Any]:
     ``searchsvc schema`` prints), as YAML or JSON."""
     schema = json_schema()
     schema.pop("$schema", None)
+    # Without the per-searcher and per-backend options rules (JSON Schema if/then), which
+    # OpenAPI tools do not generate or check bodies with; the service validates every file
+    # against them in full, as `searchsvc validate` does.
+    schema.pop("allOf", None)
     # Inlined: its "#/$defs/..." references would resolve against the OpenAPI document.
     schema = _inline_refs(schema, schema.pop("$defs", {}))
     return {"required": True, "description": "A study file, as `searchsvc validate` reads it.",

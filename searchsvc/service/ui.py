@@ -17,15 +17,9 @@ from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from searchsvc import __version__
-from searchsvc.analysis.telemetry import trial_telemetry
-from searchsvc.core import (
-    STUDY_CREATED,
-    STUDY_INTERRUPTED,
-    STUDY_RUNNING,
-    StudyRecord,
-    TrialRecord,
-)
+from searchsvc import __version__, usecases
+from searchsvc.core import StudyRecord, StudyState, TrialRecord
+from searchsvc.core.durations import format_duration
 from searchsvc.core.judging import best_trial, by_value, ranked
 from searchsvc.service.access import REPORT_FORMATS, ServiceStudies
 
@@ -33,7 +27,7 @@ COOKIE = "searchsvc_token"
 REFRESH_S = 5  # how often a page with a live study reloads itself
 MAX_ERROR_CHARS = 160  # a trial's error in the table; the report has it whole
 MAX_TRIAL_ROWS = 500  # a study page stays light; trials.csv has every trial
-LIVE_STATES = (STUDY_CREATED, STUDY_RUNNING)
+LIVE_STATES = (StudyState.CREATED, StudyState.RUNNING)
 MISSING = "\N{EN DASH}"  # an empty cell
 
 
@@ -158,7 +152,15 @@ def _study_pages(router: APIRouter, studies: ServiceStudies, page: _Pages) -> No
                     plot=_progress_plot(study, trials),
                     refresh=REFRESH_S if view["state"] in LIVE_STATES else None,
                     can_cancel=view["state"] in LIVE_STATES and studies.runs_studies,
-                    can_resume=view["state"] == STUDY_INTERRUPTED and studies.runs_studies)
+                    can_resume=view["state"] == StudyState.INTERRUPTED and studies.runs_studies,
+                    campaign=_campaign_of(study))
+
+    @router.get("/ui/campaigns/{name}")
+    def campaign_page(name: str, request: Request, user: Viewer) -> HTMLResponse:
+        """A campaign's rounds as a timeline (``searchsvc campaign``)."""
+        found = usecases.campaign(name, studies.store, owner=user)
+        return page("campaign.html", request, user=user, campaign=found,
+                    plot=_campaign_plot(found))
 
     @router.get("/ui/studies/{name}/trials/{number}")
     def trial_page(name: str, number: int, request: Request, user: Viewer) -> HTMLResponse:
@@ -174,7 +176,7 @@ def _study_pages(router: APIRouter, studies: ServiceStudies, page: _Pages) -> No
         columns = list(dict.fromkeys(k for m in steps for k, v in m.telemetry.items()
                                      if not isinstance(v, list | dict)))
         return page("trial.html", request, user=user, study=_study_view(study), trial=trial,
-                    summary=trial_telemetry(trial), steps=steps, columns=columns)
+                    summary=usecases.trial_telemetry(trial), steps=steps, columns=columns)
 
 
 
@@ -240,9 +242,14 @@ def _study_view(s: StudyRecord) -> dict[str, Any]:
             "repeats": counts.repeats_total,
             "percent": round(100 * finished / total) if total else 0,
             "best": s.best_value, "created_at": s.created_at, "started_at": s.started_at,
-            "finished_at": s.finished_at,
+            "finished_at": s.finished_at, "failure": s.failure,
             "elapsed": ((s.finished_at or time.time()) - s.started_at) if s.started_at
             else None}
+
+
+def _campaign_of(study: StudyRecord) -> str | None:
+    """The campaign a study is a round of (None: it is in none)."""
+    return usecases.in_campaign(study)
 
 
 def _parameter_names(trials: Sequence[TrialRecord]) -> list[str]:
@@ -288,26 +295,34 @@ def _short_node(node: str | None) -> str:
 
 
 def _progress_plot(study: StudyRecord, trials: Sequence[TrialRecord]) -> str | None:
-    """A Plotly div of the report's progress plot data: each finished trial's best metric in
-    the order trials finished, and the study's best so far; None before any trial has a
-    value."""
+    """A Plotly div of the report's progress plot (its data from report/plotdata.py, drawn by
+    report/figures.py): each finished trial's best metric in the order trials finished, and
+    the study's best so far; None before any trial has a value."""
+    import plotly.io as pio
+
+    plot = usecases.progress_plot(study, trials)
+    if plot is None:
+        return None
+    return pio.to_html(usecases.progress_figure(plot), full_html=False, include_plotlyjs=False,
+                       div_id="progress-plot", config={"displaylogo": False})
+
+
+def _campaign_plot(found: "usecases.Campaign") -> str | None:
+    """A Plotly div of the campaign's plot data (report/plotdata.py, as the docs' figure):
+    the best per round with its seed noise; None before any round has a value."""
     import plotly.graph_objects as go
     import plotly.io as pio
 
-    from searchsvc.report.plotdata import progress_plot
-
-    plot = progress_plot(study, trials)
+    plot = usecases.campaign_plot(found)
     if plot is None:
         return None
     fig = go.Figure()
-    fig.add_scatter(x=plot.order, y=plot.values, mode="markers", name="trial", text=plot.labels,
-                    marker=dict(size=6, color="#8aa4c8"))
-    fig.add_scatter(x=plot.order, y=plot.best_so_far, mode="lines", name="best so far",
-                    line=dict(color="#1f5fa8", width=2, shape="hv"))
+    fig.add_scatter(x=plot.rounds, y=plot.best, mode="lines+markers+text", text=plot.labels,
+                    textposition="top right", error_y=dict(type="data", array=plot.noise),
+                    name=plot.y_label, line=dict(color="#1f5fa8", width=2))
     fig.update_layout(template="plotly_white", height=300, margin=dict(l=60, r=20, t=30, b=40),
-                      xaxis_title="trials finished", yaxis_title=plot.metric,
-                      legend=dict(orientation="h", y=1.12))
-    return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id="progress-plot",
+                      xaxis=dict(title=plot.x_label, dtick=1), yaxis_title=plot.y_label)
+    return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id="campaign-plot",
                        config={"displaylogo": False})
 
 
@@ -318,12 +333,7 @@ def _when(timestamp: float | None) -> str:
 
 
 def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return MISSING
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+    return MISSING if seconds is None else format_duration(seconds)
 
 
 def _number(value: Any) -> str:

@@ -11,15 +11,12 @@ from searchsvc.spec.model import (
     ChoiceParameter,
     Condition,
     FixedParameter,
-    MlflowTracking,
     Noise,
     Parameter,
     RangeParameter,
     Resources,
     StudySpec,
-    TensorBoardTracking,
     Tracking,
-    WandbTracking,
 )
 from searchsvc.spec.source import SpecSource
 from searchsvc.spec.stored import spec_of
@@ -32,7 +29,6 @@ __all__ = [
     "ChoiceParameter",
     "Condition",
     "FixedParameter",
-    "MlflowTracking",
     "Noise",
     "Parameter",
     "RangeParameter",
@@ -40,9 +36,7 @@ __all__ = [
     "SpecLimits",
     "SpecSource",
     "StudySpec",
-    "TensorBoardTracking",
     "Tracking",
-    "WandbTracking",
     "json_schema",
     "load_spec",
     "parse_spec",

@@ -91,7 +91,25 @@ class NextSeed:
         return None
 
 
-SpecEdit = Rename | SetRange | FixParameter | SetMaxSteps | NextSeed | SetParent
+@dataclass(frozen=True)
+class EarlyStopping:
+    """What a replay of early stopping found (``reason``): with ``searcher``, the study is
+    switched to that multi-fidelity searcher with ``options`` (its grace period, reduction
+    factor and proposer); without, the next study's file only says so."""
+
+    reason: str
+    searcher: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
+
+    def describe(self) -> str:
+        if self.searcher is None:
+            return f"early stopping: {self.reason}"
+        options = ", ".join(f"{k}={_fmt(v)}" for k, v in self.options)
+        return f"searcher: {self.searcher} ({options}): {self.reason}"
+
+
+SpecEdit = (Rename | SetRange | FixParameter | SetMaxSteps | NextSeed | SetParent
+            | EarlyStopping)
 
 
 def describe(edits: Sequence[SpecEdit]) -> tuple[str, ...]:
@@ -118,6 +136,30 @@ def write_edited(spec: StudySpec, edits: Sequence[SpecEdit], header: str = "") -
             data["seed"] = edit.seed
         elif isinstance(edit, SetParent):
             data["parent"] = edit.study
+        elif isinstance(edit, EarlyStopping) and edit.searcher is not None:
+            data["searcher"] = edit.searcher
+            data["searcher_options"] = dict(edit.options)
     text = header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
     parse_spec(text, file=f"{data['study']}.yaml")
     return text
+
+
+def warm_started(text: str, study: str) -> str:
+    """Study-file ``text`` warm-started from stored study ``study`` (``warm_start.study``),
+    its leading comment lines kept; :class:`~searchsvc.errors.SpecError` if the result is
+    not a valid study file."""
+    data, source = load_yaml(text)
+    header = _leading_comments(text)
+    data["warm_start"] = {"study": study}
+    edited = header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    parse_spec(edited, file=source.file)
+    return edited
+
+
+def _leading_comments(text: str) -> str:
+    lines = []
+    for line in text.splitlines(keepends=True):
+        if not line.startswith("#"):
+            break
+        lines.append(line)
+    return "".join(lines)

@@ -8,11 +8,12 @@ conditions) live in :mod:`searchsvc.spec.validate`, which gives each its own pre
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator
 
+from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
+from searchsvc.registry import Registry
 from searchsvc.spec.references import ModuleCallable
 
 STUDY_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -72,12 +73,29 @@ class BudgetFile(_FileModel):
     time_limit_s: Number | None = Field(None, description="Wall-clock cap for the whole study.")
     max_failures: int = Field(0, ge=0, description="Retries of a failed trial.")
     trial_timeout_s: Number | None = Field(None, description="Wall-clock cap for one trial.")
+    fail_fast: int = Field(
+        3, ge=0, description="Stop the study when its first N trials all failed with the same "
+        "exception and none produced a result (0: never).")
+
+
+def _gpu(value: Any) -> str | float | int:
+    if value == "auto":
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError("must be a number of GPUs or `auto`")
+    return value
+
+
+Gpu = Annotated[str | float | int, PlainValidator(_gpu),
+                WithJsonSchema({"oneOf": [{"type": "number"}, {"enum": ["auto"]}]})]
 
 
 class ResourcesFile(_FileModel):
     cpu: Number = Field(1, description="CPUs per trial (per worker with `workers`).")
-    gpu: Number = Field(0, description="GPUs per trial (per worker with `workers`); may be "
-                        "fractional below 1.")
+    gpu: Gpu = Field(0, description="GPUs per trial (per worker with `workers`); may be "
+                     "fractional below 1. `auto`: the first trial runs on a whole GPU, and "
+                     "the rest are packed by its measured peak memory and utilisation "
+                     "(docs/gpus.md).")
     workers: int = Field(1, ge=1, le=1024, description="Ray Train workers per trial: when set, "
                          "each trial is a Ray Train run (PyTorch DDP above 1) over this many "
                          "processes, each with `cpu` and `gpu`; unset, a plain Tune trial.")
@@ -152,8 +170,8 @@ class DimensionalityFile(_FileModel):
         "Stop measuring after this many reported steps, or this fraction of budget.max_steps; "
         "`off` (the default): through the whole trial."))
     stop_collapsed: bool = Field(False, description=(
-        "Multi-fidelity searchers (asha, hyperband, bohb) also stop a trial once a watched "
-        "layer collapses (below 2, or below 25% of its early value). Off by default."))
+        "Multi-fidelity searchers (those that stop trials at rungs) also stop a trial once a "
+        "watched layer collapses (below 2, or below 25% of its early value). Off by default."))
 
 
 class MetricFile(_FileModel):
@@ -176,85 +194,6 @@ class WarmStartFile(_FileModel):
                        "model-based searcher.")
 
 
-class MlflowFile(_FileModel):
-    """Log the study to MLflow: a parent run per study, a nested run per trial."""
-
-    tracking_uri: str | None = Field(None, min_length=1, description=(
-        "MLflow tracking URI: a server (http://host:5000) or a database "
-        "(sqlite:///path/mlflow.db). Default: sqlite:///<results folder>/mlflow.db."))
-    experiment: str | None = Field(None, min_length=1,
-                                   description="MLflow experiment. Default: the study name.")
-
-
-class TensorBoardFile(_FileModel):
-    """Write TensorBoard event files: a run per trial, with the HParams plugin's data."""
-
-    dir: str | None = Field(None, min_length=1, description=(
-        "Log folder (a relative one is taken inside the study's results folder). Default: "
-        "<results folder>/tensorboard."))
-
-
-class WandbFile(_FileModel):
-    """Log the study to Weights & Biases: a run per trial and one for the study, grouped."""
-
-    project: str | None = Field(None, min_length=1,
-                                description="W&B project. Default: the study name.")
-    entity: str | None = Field(None, min_length=1, description=(
-        "W&B entity (user or team). Default: the logged-in user's."))
-    group: str | None = Field(None, min_length=1, description=(
-        "The runs' group. Default: the study name."))
-    mode: Literal["online", "offline"] = Field("offline", description=(
-        "offline (the default): runs are written to `dir` and need no network; `wandb sync "
-        "DIR/wandb/offline-run-*` uploads them later. online: to the W&B server "
-        "(WANDB_API_KEY, WANDB_BASE_URL)."))
-    dir: str | None = Field(None, min_length=1, description=(
-        "Where W&B writes its runs (its `wandb/` folder inside; a relative folder is taken "
-        "inside the study's results folder). Default: the results folder."))
-
-
-def _switch(model: type[_FileModel]) -> Callable[[Any], _FileModel | None]:
-    """A tracker's sub-section: a mapping of its options; `{}`, `true` or an empty value turn
-    it on with its defaults, `false` or `off` (or leaving it out) turn it off."""
-
-    def validate(value: Any) -> _FileModel | None:
-        if value is False or value == "off":
-            return None
-        if value is None or value is True:
-            return model()
-        if isinstance(value, model):
-            return value
-        if not isinstance(value, dict):
-            raise ValueError("must be a mapping of options, `true` or `off`")
-        return model.model_validate(value)
-
-    return validate
-
-
-def _switch_schema(model: type[_FileModel]) -> WithJsonSchema:
-    return WithJsonSchema({"oneOf": [model.model_json_schema(), {"type": ["boolean", "null"]},
-                                     {"enum": ["off"]}]})
-
-
-MlflowSetting = Annotated[MlflowFile | None, PlainValidator(_switch(MlflowFile)),
-                          _switch_schema(MlflowFile)]
-TensorBoardSetting = Annotated[TensorBoardFile | None, PlainValidator(_switch(TensorBoardFile)),
-                               _switch_schema(TensorBoardFile)]
-WandbSetting = Annotated[WandbFile | None, PlainValidator(_switch(WandbFile)),
-                         _switch_schema(WandbFile)]
-
-
-class TrackingFile(_FileModel):
-    """Experiment trackers the driver writes every trial to, as it runs (docs/tracking.md)."""
-
-    mlflow: MlflowSetting = Field(None, description=(
-        "MLflow tracking: {tracking_uri, experiment}; `{}` for the defaults."))
-    tensorboard: TensorBoardSetting = Field(None, description=(
-        "TensorBoard event files with HParams: {dir}; `{}` for the defaults."))
-    wandb: WandbSetting = Field(None, description=(
-        "Weights & Biases runs: {project, entity, group, mode, dir}; `{}` for the defaults "
-        "(offline, in the results folder)."))
-
-
 class StudyFile(_FileModel):
     """A searchsvc study file."""
 
@@ -265,22 +204,23 @@ class StudyFile(_FileModel):
     study: str = Field(description="Unique study name: [a-z0-9][a-z0-9_-]*")
     description: str = ""
     objective: ModuleCallable = Field(description='"module:callable" of the training function.')
-    backend: str = Field("ray", description="ray | keras_tuner | autokeras")
+    backend: str = Field(BACKENDS.default_name(), description=(
+        "How a trial runs: one of the registered backends."))
     backend_options: dict[str, Any] = Field(default_factory=dict, description=(
-        "validated per backend (keras_tuner: data, batch_size; autokeras: task options)"))
+        "The backend's options, validated by the backend's own schema."))
     metric: str | None = Field(None, description=(
         "Name of the metric the objective reports (or use `metrics` for several)."))
     mode: Literal["min", "max"] | None = Field(None, description="min | max, with `metric`.")
     metrics: list[MetricFile] | None = Field(None, description=(
         "Several objectives, [{name, mode}, ...], instead of metric/mode: a multi-objective "
-        "study (bayesian, random, quasi_random or grid)."))
+        "study (with a searcher that searches several objectives)."))
     constraints: list[ConstraintFile] = Field(default_factory=list, description=(
         "[{metric, min, max}, ...]: trials outside a bound are infeasible."))
-    searcher: str = Field(
-        "quasi_random",
-        description="grid | random | quasi_random | bayesian | hyperband | asha | bohb | pbt | nas",
-    )
-    searcher_options: dict[str, Any] = Field(default_factory=dict)
+    searcher: str = Field(SEARCHERS.default_name(), description=(
+        "What proposes the trials: one of the registered searchers."))
+    searcher_options: dict[str, Any] = Field(default_factory=dict, description=(
+        "The searcher's options, validated by the searcher's own schema (the searcher "
+        "reference lists each one's)."))
     budget: BudgetFile = Field(default_factory=BudgetFile)
     resources: ResourcesFile = Field(default_factory=ResourcesFile)
     seed: int = Field(0, ge=0)
@@ -293,14 +233,16 @@ class StudyFile(_FileModel):
         "The study this one was made from (next_study.yaml sets it): its report compares "
         "the two."))
     warm_start: WarmStartFile | None = Field(None, description=(
-        "Feed a stored study's finished trials to the bayesian and multi-fidelity searchers' "
-        "models before the first proposal."))
+        "Feed a stored study's finished trials to a model-based searcher's model (e.g. "
+        "Bayesian optimisation's) before the first proposal."))
     dimensionality: DimensionalityFile = Field(default_factory=DimensionalityFile, description=(
         "When sdk.watch measures representation dimensionality: {every: auto|N, "
         "until: off|FRACTION|STEPS, stop_collapsed: false}."))
-    tracking: TrackingFile = Field(default_factory=TrackingFile, description=(
-        "Experiment tracking: {mlflow: {tracking_uri, experiment}, tensorboard: {dir}, "
-        "wandb: {project, entity, group, mode, dir}}."))
+    # Each key a registered tracker's name; its value that tracker's options (json_schema()
+    # gives them, spec.validate checks them).
+    tracking: dict[str, Any] = Field(default_factory=dict, description=(
+        "Experiment tracking: each tracker to write to, by name, with its options "
+        "(`{}` for its defaults)."))
 
     @field_validator("study")
     @classmethod
@@ -328,11 +270,58 @@ class StudyFile(_FileModel):
 
 
 def json_schema() -> dict[str, Any]:
-    """The JSON Schema of the study file, for editors and other tools."""
+    """The JSON Schema of the study file, for editors and other tools. The searchers and
+    backends a study file may name, and the options each accepts, are the registered ones
+    (:mod:`searchsvc.plugins`), each described by its class (``summary``, ``Options``)."""
     schema = StudyFile.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["allOf"] = [*_named_parts(schema, "searcher", SEARCHERS),
+                       *_named_parts(schema, "backend", BACKENDS)]
+    _tracking_section(schema)
     # One objective (metric + mode) or several (metrics), never both.
     schema["oneOf"] = [{"required": ["metric", "mode"], "not": {"required": ["metrics"]}},
                        {"required": ["metrics"], "not": {"anyOf": [
                            {"required": ["metric"]}, {"required": ["mode"]}]}}]
     return schema
+
+
+def _named_parts(schema: dict[str, Any], key: str, registry: Registry[Any]) -> list[Any]:
+    """``key`` (``searcher``) made one of the names ``registry`` holds, and for each name a rule
+    that its ``<key>_options`` follow the JSON Schema of that part's ``Options`` model."""
+    names = registry.names()
+    schema["properties"][key]["enum"] = names
+    rules = []
+    for name in names:
+        options = registry.get(name).Options.model_json_schema(
+            ref_template="#/$defs/{model}")
+        schema.setdefault("$defs", {}).update(options.pop("$defs", {}))
+        options["description"] = f"The options of {key} {name}: {registry.get(name).summary}."
+        when: dict[str, Any] = {"properties": {key: {"const": name}}}
+        if name != registry.default:  # a file that names none gets the default's rule
+            when["required"] = [key]
+        rules.append({"if": when, "then": {"properties": {f"{key}_options": options}}})
+    return rules
+
+
+def _tracking_section(schema: dict[str, Any]) -> None:
+    """The ``tracking:`` section: a key per registered tracker, holding that tracker's
+    ``Options`` (or ``true``/empty for its defaults, ``off`` to leave it out)."""
+    properties = {}
+    for name in TRACKERS.names():
+        tracker = TRACKERS.get(name)
+        options = tracker.Options.model_json_schema(ref_template="#/$defs/{model}")
+        schema["$defs"].update(options.pop("$defs", {}))
+        fields = ", ".join(options.get("properties", {}))
+        properties[name] = {
+            "oneOf": [options, {"type": ["boolean", "null"]}, {"enum": ["off"]}],
+            "default": None, "title": name.capitalize(),
+            "description": f"{tracker.summary[:1].upper()}{tracker.summary[1:]}: "
+                           f"{{{fields}}}; `{{}}` for the defaults.",
+        }
+    schema["$defs"]["TrackingFile"] = {
+        "additionalProperties": False, "properties": properties, "title": "TrackingFile",
+        "type": "object", "description": "Experiment trackers the driver writes every trial "
+        "to, as it runs (docs/tracking.md)."}
+    schema["properties"]["tracking"] = {
+        "$ref": "#/$defs/TrackingFile", "description": schema["properties"]["tracking"][
+            "description"]}

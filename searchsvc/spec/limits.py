@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from searchsvc.errors import SpecIssue
+from searchsvc.plugins import SEARCHERS
 from searchsvc.spec.model import ChoiceParameter, FixedParameter, Parameter, StudySpec
 
 
@@ -107,7 +108,7 @@ def _repeat_issues(spec: StudySpec, limits: SpecLimits) -> list[SpecIssue]:
 
 
 def _grid_issues(spec: StudySpec, limits: SpecLimits) -> list[SpecIssue]:
-    if spec.searcher != "grid":
+    if spec.searcher not in SEARCHERS or not SEARCHERS.get(spec.searcher).exhaustive:
         return []
     counts = [value_count(p) for p in spec.parameters.values() if p.searched]
     if any(c is None for c in counts):

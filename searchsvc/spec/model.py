@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from searchsvc.core.objectives import Constraint, Objective
+from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
 from searchsvc.spec.references import CALLABLE_FIELD
 from searchsvc.spec.source import SpecSource
 
@@ -214,6 +215,9 @@ class Budget:
     time_limit_s: float | None = None
     max_failures: int = 0
     trial_timeout_s: float | None = None
+    # Stop when the first N trials of a run all failed alike and none produced a result
+    # (core.failures.fail_fast); 0: never.
+    fail_fast: int = 3
 
 
 @dataclass(frozen=True)
@@ -221,7 +225,10 @@ class Resources:
     """Per trial, or per worker of a data-parallel trial."""
 
     cpu: float = 1.0
-    gpu: float = 0.0
+    gpu: float = 0.0  # the share of a GPU each trial holds (with gpu_auto: the first trials')
+    # ``gpu: auto``: the first trial runs on a whole GPU (``gpu`` is 1), the driver packs the
+    # rest by its measured peak memory and utilisation (core/packing.py)
+    gpu_auto: bool = False
     # Ray Train workers per trial, when the file sets ``workers`` (even 1: a training function
     # written for Ray Train then runs as a Train run of one worker); None: a plain Tune trial.
     workers: int | None = None
@@ -268,46 +275,31 @@ class Dimensionality:
         return (("every", self.every), ("until", self.until))
 
 
-@dataclass(frozen=True)
-class MlflowTracking:
-    """Where MLflow tracking goes; None: the defaults, chosen when the study runs (a SQLite
-    store ``<results folder>/mlflow.db``, an experiment named after the study)."""
-
-    tracking_uri: str | None = None
-    experiment: str | None = None
-
-
-@dataclass(frozen=True)
-class TensorBoardTracking:
-    """Where TensorBoard event files go; None: ``<results folder>/tensorboard`` (a relative
-    folder is taken inside the results folder)."""
-
-    dir: str | None = None
-
-
-@dataclass(frozen=True)
-class WandbTracking:
-    """Where Weights & Biases runs go; None: the defaults (the study's name as project and
-    group, the logged-in user's entity, the results folder as ``dir``)."""
-
-    project: str | None = None
-    entity: str | None = None
-    group: str | None = None
-    mode: str = "offline"  # or "online"
-    dir: str | None = None
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Tracking:
-    """The experiment trackers a study is written to as it runs (None: not that one)."""
+    """The experiment trackers a study is written to as it runs: each registered tracker's
+    settings (its ``Options``) by its name, read as an attribute (``tracking.<name>``: None
+    when the study does not turn that tracker on)."""
 
-    mlflow: MlflowTracking | None = None
-    tensorboard: TensorBoardTracking | None = None
-    wandb: WandbTracking | None = None
+    settings: tuple[tuple[str, Any], ...] = ()
+
+    def __init__(self, **settings: Any):
+        object.__setattr__(self, "settings", tuple(sorted(
+            (name, value) for name, value in settings.items() if value is not None)))
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_") or name not in TRACKERS:
+            raise AttributeError(f"{type(self).__name__!r} has no attribute {name!r} (not a "
+                                 "registered tracker)")
+        return self.get(name)
+
+    def get(self, name: str) -> Any:
+        """The settings of tracker ``name`` (None: not turned on)."""
+        return dict(self.settings).get(name)
 
     @property
     def enabled(self) -> bool:
-        return any(t is not None for t in (self.mlflow, self.tensorboard, self.wandb))
+        return bool(self.settings)
 
 
 @dataclass(frozen=True)
@@ -322,9 +314,9 @@ class StudySpec:
     parameters: Mapping[str, Parameter]
     parameter_order: tuple[str, ...]
     description: str = ""
-    backend: str = "ray"
+    backend: str = BACKENDS.default_name()
     backend_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    searcher: str = "quasi_random"
+    searcher: str = SEARCHERS.default_name()
     searcher_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     budget: Budget = field(default_factory=Budget)
     resources: Resources = field(default_factory=Resources)

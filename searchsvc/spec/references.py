@@ -17,6 +17,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel
 
+from searchsvc.core.callables import CallableRef
+
 Path = tuple[str | int, ...]
 
 
@@ -38,7 +40,7 @@ class Reference:
 
     @property
     def module(self) -> str:
-        return self.value.partition(":")[0]
+        return CallableRef.parse(self.value).module
 
 
 def references(node: Any, path: Path = ()) -> list[Reference]:

@@ -19,18 +19,15 @@ from pydantic import BaseModel, ValidationError
 
 from searchsvc.core.objectives import Constraint, Objective
 from searchsvc.errors import SpecError, SpecIssue
+from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
 from searchsvc.spec.file_schema import (
     BudgetFile,
     CheckpointsFile,
     DimensionalityFile,
-    MlflowFile,
     NoiseFile,
     ParameterFile,
     ResourcesFile,
     StudyFile,
-    TensorBoardFile,
-    TrackingFile,
-    WandbFile,
     WarmStartFile,
 )
 from searchsvc.spec.model import (
@@ -40,20 +37,16 @@ from searchsvc.spec.model import (
     Condition,
     Dimensionality,
     FixedParameter,
-    MlflowTracking,
     Noise,
     Parameter,
     RangeParameter,
     Resources,
     Role,
     StudySpec,
-    TensorBoardTracking,
     Tracking,
-    WandbTracking,
 )
 from searchsvc.spec.source import SpecSource, read_yaml
 
-MULTI_FIDELITY = ("asha", "hyperband", "bohb")  # the searchers whose scheduler stops trials
 PARAMETER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECTIONS: dict[str, type[BaseModel]] = {
     "budget": BudgetFile,
@@ -61,11 +54,8 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "checkpoints": CheckpointsFile,
     "noise": NoiseFile,
     "warm_start": WarmStartFile,
-    "tracking": TrackingFile,
     "dimensionality": DimensionalityFile,
 }
-_TRACKERS: dict[str, type[BaseModel]] = {"mlflow": MlflowFile, "tensorboard": TensorBoardFile,
-                                          "wandb": WandbFile}
 
 
 def load_spec(path: str | FsPath) -> StudySpec:
@@ -113,8 +103,6 @@ def _allowed_fields(loc: tuple[str | int, ...]) -> list[str]:
         return list(ParameterFile.model_fields)
     if loc[0] in _SECTIONS and len(loc) == 2:
         return list(_SECTIONS[str(loc[0])].model_fields)
-    if loc[0] == "tracking" and len(loc) == 3 and loc[1] in _TRACKERS:
-        return list(_TRACKERS[str(loc[1])].model_fields)
     return []
 
 
@@ -190,7 +178,8 @@ class _SemanticCheck:
 
     def build(self) -> StudySpec:
         m = self.model
-        if not m.parameters and m.backend != "autokeras":  # AutoKeras searches its own space
+        backend = BACKENDS.get(m.backend) if m.backend in BACKENDS else None
+        if not m.parameters and not (backend and backend.own_space):
             self.fail(("parameters",), "declare at least one parameter")
         params: dict[str, Parameter] = {}
         for name, raw in m.parameters.items():
@@ -204,7 +193,8 @@ class _SemanticCheck:
         objectives = self._objectives()
         constraints = self._constraints({o.name for o in objectives})
         noise = self._noise(params, len(objectives) > 1)
-        self._dimensionality()
+        self._dimensionality(backend)
+        tracking = self._tracking(m.tracking)
         if self.issues:
             raise SpecError(self.issues)
         return StudySpec(
@@ -228,25 +218,29 @@ class _SemanticCheck:
             noise=noise,
             parent=m.parent,
             warm_start=m.warm_start.study if m.warm_start else None,
-            tracking=_tracking(m.tracking),
+            tracking=tracking,
             dimensionality=Dimensionality(every=m.dimensionality.every,
                                           until=m.dimensionality.until,
                                           stop_collapsed=m.dimensionality.stop_collapsed),
             source=self.source,
         )
 
-    def _dimensionality(self) -> None:
-        """Dimensionality is measured by ``sdk.watch`` in PyTorch objectives: a Keras backend's
-        study that sets the section is told so rather than silently measuring nothing."""
+    def _dimensionality(self, backend: Any) -> None:
+        """Dimensionality is measured by ``sdk.watch`` in PyTorch objectives: the study of a
+        backend whose models have no such hook (``no_dimensionality_because``) that sets the
+        section is told so rather than silently measuring nothing. Stopping collapsed trials
+        needs a ``multi_fidelity`` searcher."""
         m = self.model
-        if "dimensionality" in m.model_fields_set and m.backend in ("keras_tuner", "autokeras"):
+        because = backend.no_dimensionality_because if backend else ""
+        if "dimensionality" in m.model_fields_set and because:
             self.fail(("dimensionality",), f"dimensionality is measured by sdk.watch in PyTorch "
-                      f"objectives; the {m.backend} backend's Keras models have no such hook "
-                      "(remove the section)")
-        elif m.dimensionality.stop_collapsed and m.searcher not in MULTI_FIDELITY:
-            self.fail(("dimensionality", "stop_collapsed"), "stop_collapsed stops trials "
-                      f"through a multi-fidelity searcher ({', '.join(MULTI_FIDELITY)}); "
-                      f"searcher {m.searcher!r} has none", True)
+                      f"objectives; the {m.backend} backend's {because} (remove the section)")
+        elif m.dimensionality.stop_collapsed:
+            multi_fidelity = SEARCHERS.having("multi_fidelity")
+            if m.searcher not in multi_fidelity:
+                self.fail(("dimensionality", "stop_collapsed"), "stop_collapsed stops trials "
+                          f"through a multi-fidelity searcher ({', '.join(multi_fidelity)}); "
+                          f"searcher {m.searcher!r} has none", True)
 
     def _noise(self, params: Mapping[str, Parameter], multi_objective: bool) -> Noise | None:
         """Repeats as asked for; by default only when there is a scientific comparison to
@@ -537,6 +531,33 @@ class _SemanticCheck:
 
     # -- sections ----------------------------------------------------------------------------
 
+    def _tracking(self, raw: Mapping[str, Any]) -> Tracking:
+        """Each key a registered tracker (:data:`searchsvc.plugins.TRACKERS`), holding a
+        mapping of its ``Options``; `{}`, `true` or an empty value turn it on with its
+        defaults, `false` or `off` (or leaving it out) turn it off."""
+        settings: dict[str, BaseModel] = {}
+        for name, value in raw.items():
+            path = ("tracking", name)
+            if name not in TRACKERS:
+                message = "unknown field"
+                close = difflib.get_close_matches(name, TRACKERS.names(), n=1)
+                if close:
+                    message += f" (did you mean '{close[0]}'?)"
+                self.fail(path, f"{message}; allowed: {', '.join(TRACKERS.names())}")
+                continue
+            if value is False or value == "off":
+                continue
+            if value is not None and value is not True and not isinstance(value, dict):
+                self.fail(path, "must be a mapping of options, `true` or `off`", value)
+                continue
+            model: type[BaseModel] = TRACKERS.get(name).Options
+            try:
+                settings[name] = model.model_validate(value if isinstance(value, dict) else {})
+            except ValidationError as exc:
+                self.issues += [issue_from_pydantic(e, self.source, prefix=path, model=model)
+                                for e in exc.errors()]
+        return Tracking(**settings)
+
     def _budget(self, raw: BudgetFile) -> Budget:
         for key in ("time_limit_s", "trial_timeout_s"):
             v = getattr(raw, key)
@@ -545,34 +566,28 @@ class _SemanticCheck:
         return Budget(
             trials=raw.trials, max_concurrent=raw.max_concurrent, max_steps=raw.max_steps,
             time_limit_s=raw.time_limit_s, max_failures=raw.max_failures,
-            trial_timeout_s=raw.trial_timeout_s,
+            trial_timeout_s=raw.trial_timeout_s, fail_fast=raw.fail_fast,
         )
 
     def _resources(self, raw: ResourcesFile) -> Resources:
         if raw.cpu < 0:
             self.fail(("resources", "cpu"), "must be at least 0", raw.cpu)
-        if raw.gpu < 0:
+        auto = raw.gpu == "auto"
+        given = "workers" in raw.model_fields_set
+        if auto and given:
+            self.fail(("resources", "gpu"), "`auto` packs single-process trials onto shared "
+                      "GPUs; a data-parallel trial (`workers`) needs a number", raw.gpu)
+        # auto: the first trials hold a whole GPU each (what they measure decides the rest)
+        gpu = 1.0 if auto else float(raw.gpu)
+        if gpu < 0:
             self.fail(("resources", "gpu"), "must be at least 0", raw.gpu)
-        elif raw.gpu > 1 and raw.gpu != int(raw.gpu):
+        elif gpu > 1 and gpu != int(gpu):
             self.fail(("resources", "gpu"), "above 1 a trial needs whole GPUs (fractions are "
                       "for sharing one GPU)", raw.gpu)
-        if raw.cpu == 0 and raw.gpu == 0:
+        if raw.cpu == 0 and gpu == 0:
             self.fail(("resources",), "a trial needs some cpu or gpu")
-        given = "workers" in raw.model_fields_set
-        return Resources(cpu=float(raw.cpu), gpu=float(raw.gpu),
+        return Resources(cpu=float(raw.cpu), gpu=gpu, gpu_auto=auto,
                          workers=raw.workers if given else None)
-
-
-def _tracking(raw: TrackingFile) -> Tracking:
-    mlflow, tensorboard, wandb = raw.mlflow, raw.tensorboard, raw.wandb
-    return Tracking(
-        mlflow=None if mlflow is None else MlflowTracking(tracking_uri=mlflow.tracking_uri,
-                                                          experiment=mlflow.experiment),
-        tensorboard=None if tensorboard is None else TensorBoardTracking(dir=tensorboard.dir),
-        wandb=None if wandb is None else WandbTracking(
-            project=wandb.project, entity=wandb.entity, group=wandb.group, mode=wandb.mode,
-            dir=wandb.dir),
-    )
 
 
 def _with_conditions(param: Parameter, when: tuple[Condition, ...]) -> Parameter:

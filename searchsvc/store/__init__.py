@@ -5,32 +5,26 @@ Implementations: :class:`SqlStore` (SQLAlchemy: SQLite embedded, PostgreSQL in p
 takes and returns are :mod:`searchsvc.core`'s. Knows nothing of Ray, searchers or analysis.
 """
 
-from collections.abc import Callable
-
+from searchsvc.core.urls import dialect
 from searchsvc.errors import StoreError
-from searchsvc.registry import Registry, UnknownNameError
+from searchsvc.plugins import STORES
+from searchsvc.registry import UnknownNameError
 from searchsvc.store.base import Store, StudyReader
 from searchsvc.store.memory import InMemoryStore
 from searchsvc.store.sql import SqlStore, default_storage_url, searchsvc_home
-
-# A store URL's scheme (before any ``+driver``) -> what opens a store at that URL.
-STORES: Registry[Callable[[str], Store]] = Registry("store", {
-    "memory": lambda url: InMemoryStore(),
-    "sqlite": SqlStore,
-    "postgresql": SqlStore,
-})
 
 
 def open_store(url: str | None = None) -> Store:
     """The store at ``url`` (a SQLAlchemy URL of SQLite or PostgreSQL; ``memory:`` for an
     in-memory one; default: the SQLite file under ``$SEARCHSVC_HOME``)."""
     url = url or default_storage_url()
-    scheme = url.partition(":")[0].partition("+")[0].lower()
+    scheme = dialect(url)
     try:
         opener = STORES.get(scheme)
     except UnknownNameError as exc:
         raise StoreError(f"store URL {scheme}://...: {exc}") from None
-    return opener(url)
+    store: Store = opener(url)
+    return store
 
 
 __all__ = ["STORES", "InMemoryStore", "SqlStore", "Store", "StudyReader", "default_storage_url",

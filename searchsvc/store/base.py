@@ -43,13 +43,11 @@ def best_point(points: Iterable[tuple[int, float | None]], mode: str
 
 def constraints_json(constraints: Sequence[Constraint]) -> str | None:
     """How both stores keep a study's constraints (None: it has none)."""
-    return json.dumps([{"metric": c.metric, "min": c.low, "max": c.high}
-                       for c in constraints]) if constraints else None
+    return json.dumps([c.to_dict() for c in constraints]) if constraints else None
 
 
 def constraints_of(text: str | None) -> tuple[Constraint, ...]:
-    return tuple(Constraint(c["metric"], c.get("min"), c.get("max"))
-                 for c in json.loads(text)) if text else ()
+    return tuple(Constraint.from_dict(c) for c in json.loads(text)) if text else ()
 
 
 class Store(ABC):

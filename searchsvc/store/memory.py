@@ -28,10 +28,6 @@ from typing import Any
 
 from searchsvc.core import (
     FINISHED_TRIAL_STATES,
-    STUDY_CREATED,
-    TRIAL_INTERRUPTED,
-    TRIAL_RUNNING,
-    TRIAL_STATES,
     Constraint,
     EventKind,
     Measurement,
@@ -134,7 +130,7 @@ class InMemoryStore(Store):
     replayed backwards if the block raises.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, url: str = "memory:") -> None:  # the URL names no place: all in memory
         self.url = "memory:"
         self._lock = threading.RLock()
         self._undo: list[Callable[[], None]] | None = None  # set inside a transaction block
@@ -195,9 +191,9 @@ class InMemoryStore(Store):
         with self._lock:
             if name in self._study_ids:
                 raise ConflictError(f"a study named {name!r} already exists")
-            row = _Study(id=next(self._ids), name=name, state=str(STUDY_CREATED), metric=metric,
-                         mode=mode, searcher=searcher, spec_text=spec_text, spec_file=spec_file,
-                         total_trials=total_trials, results_dir=results_dir,
+            row = _Study(id=next(self._ids), name=name, state=str(StudyState.CREATED),
+                         metric=metric, mode=mode, searcher=searcher, spec_text=spec_text,
+                         spec_file=spec_file, total_trials=total_trials, results_dir=results_dir,
                          created_at=time.time(), provenance=jsonutil.dumps(dict(provenance)),
                          driver="{}", owner=owner,
                          constraints=constraints_json(constraints))
@@ -279,7 +275,7 @@ class InMemoryStore(Store):
             trial_id = self._trial_ids.get((study_id, number))
             if trial_id is None:
                 row = _Trial(id=next(self._ids), study_id=study_id, number=number,
-                             state=str(TRIAL_RUNNING), config=jsonutil.dumps(dict(config)),
+                             state=str(TrialState.RUNNING), config=jsonutil.dumps(dict(config)),
                              arm=jsonutil.dumps(dict(arm)), seed=seed, attempts=1,
                              started_at=now, node=node, repeat_of=repeat_of)
                 self._put(self._trial_ids, (study_id, number), row.id)
@@ -290,7 +286,7 @@ class InMemoryStore(Store):
                     raise ConflictError(f"trial {number} of study {study_id} already finished "
                                         f"({row.state}); it is never run twice")
                 # The arm and seed stay those of the first attempt, as in SqlStore.
-                row = replace(row, attempts=row.attempts + 1, state=str(TRIAL_RUNNING),
+                row = replace(row, attempts=row.attempts + 1, state=str(TrialState.RUNNING),
                               config=jsonutil.dumps(dict(config)), started_at=now,
                               finished_at=None, error=None, best_value=None, best_step=None,
                               last_step=None, node=node, final_metrics=None)
@@ -353,8 +349,8 @@ class InMemoryStore(Store):
     def finish_trial(self, trial_id: int, state: str, *, error: str | None = None,
                      checkpoints: Iterable[str] | None = None,
                      final_metrics: Mapping[str, float] | None = None) -> None:
-        if state not in TRIAL_STATES:
-            raise ValueError(f"unknown trial state {state!r} (valid: {', '.join(TRIAL_STATES)})")
+        if state not in tuple(TrialState):
+            raise ValueError(f"unknown trial state {state!r} (valid: {', '.join(TrialState)})")
         changes: dict[str, Any] = {"state": str(TrialState(state)), "finished_at": time.time()}
         if error is not None:
             changes["error"] = error[-20_000:]
@@ -373,9 +369,9 @@ class InMemoryStore(Store):
         now = time.time()
         with self._lock:
             running = [t for t in self._trials.values()
-                       if t.study_id == study_id and t.state == TRIAL_RUNNING]
+                       if t.study_id == study_id and t.state == TrialState.RUNNING]
             for row in running:
-                self._put(self._trials, row.id, replace(row, state=str(TRIAL_INTERRUPTED),
+                self._put(self._trials, row.id, replace(row, state=str(TrialState.INTERRUPTED),
                                                         finished_at=now))
             return len(running)
 

@@ -21,10 +21,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from searchsvc.core import (
     FINISHED_TRIAL_STATES,
-    STUDY_CREATED,
-    TRIAL_INTERRUPTED,
-    TRIAL_RUNNING,
-    TRIAL_STATES,
     Constraint,
     EventKind,
     Measurement,
@@ -229,7 +225,7 @@ class SqlStore(Store):
         """Create a study (``owner``: the service user it belongs to); :class:`ConflictError`
         if the name is taken."""
         row = StudyRow(
-            name=name, state=STUDY_CREATED, metric=metric, mode=mode, searcher=searcher,
+            name=name, state=StudyState.CREATED, metric=metric, mode=mode, searcher=searcher,
             spec_text=spec_text, spec_file=spec_file, total_trials=total_trials,
             results_dir=results_dir, created_at=time.time(),
             provenance=jsonutil.dumps(dict(provenance)), driver="{}", owner=owner,
@@ -320,13 +316,13 @@ class SqlStore(Store):
         with self._session() as s:
             row = s.scalars(select(TrialRow).where(
                 TrialRow.study_id == study_id, TrialRow.number == number)).one_or_none()
-            if (row is not None and row.state == TRIAL_RUNNING
+            if (row is not None and row.state == TrialState.RUNNING
                     and self._written_by_failed_try(row.started_at)):
                 return _trial_record_of_row(row)  # not one attempt more
             if row is None:
                 self._check_study_id(s, study_id)
                 row = TrialRow(
-                    study_id=study_id, number=number, state=TRIAL_RUNNING,
+                    study_id=study_id, number=number, state=TrialState.RUNNING,
                     config=jsonutil.dumps(dict(config)), arm=jsonutil.dumps(dict(arm)),
                     seed=seed, attempts=1, started_at=now, node=node, checkpoints="[]",
                     repeat_of=repeat_of,
@@ -337,7 +333,7 @@ class SqlStore(Store):
                                     f"({row.state}); it is never run twice")
             else:
                 row.attempts += 1
-                row.state = TRIAL_RUNNING
+                row.state = TrialState.RUNNING
                 row.config = jsonutil.dumps(dict(config))
                 row.started_at, row.finished_at, row.error = now, None, None
                 row.best_value = row.best_step = row.last_step = None
@@ -431,8 +427,8 @@ class SqlStore(Store):
     def finish_trial(self, trial_id: int, state: str, *, error: str | None = None,
                      checkpoints: Iterable[str] | None = None,
                      final_metrics: Mapping[str, float] | None = None) -> None:
-        if state not in TRIAL_STATES:
-            raise ValueError(f"unknown trial state {state!r} (valid: {', '.join(TRIAL_STATES)})")
+        if state not in tuple(TrialState):
+            raise ValueError(f"unknown trial state {state!r} (valid: {', '.join(TrialState)})")
         with self._session() as s:
             row = s.get(TrialRow, trial_id)
             if row is None:
@@ -451,8 +447,8 @@ class SqlStore(Store):
         with self._session() as s:
             result = s.execute(
                 update(TrialRow)
-                .where(TrialRow.study_id == study_id, TrialRow.state == TRIAL_RUNNING)
-                .values(state=TRIAL_INTERRUPTED, finished_at=time.time())
+                .where(TrialRow.study_id == study_id, TrialRow.state == TrialState.RUNNING)
+                .values(state=TrialState.INTERRUPTED, finished_at=time.time())
             )
             return int(result.rowcount or 0)  # type: ignore[attr-defined]
 

@@ -32,12 +32,11 @@ from typing import Any, NamedTuple
 from searchsvc.analysis.isolation import VERDICT_DIFFERS, Isolation, isolate
 from searchsvc.analysis.noise import estimate_noise
 from searchsvc.core import (
-    STUDY_COMPLETED,
-    TRIAL_COMPLETED,
-    TRIAL_INFEASIBLE,
     Measurement,
     StudyRecord,
+    StudyState,
     TrialRecord,
+    TrialState,
     final_metrics,
 )
 from searchsvc.searchers import create_searcher
@@ -69,7 +68,7 @@ def plant(spec: StudySpec, curve: Curve, *, steps: int | None = None, repeats: b
     for number in range(searcher.total_trials):
         trial = planted_trial(spec, searcher.propose(number), overrides.get(number, curve), steps)
         if learns:
-            value = trial.best_value if trial.state == TRIAL_COMPLETED else None
+            value = trial.best_value if trial.state == TrialState.COMPLETED else None
             searcher.observe(Observation(number, trial.config, value, trial.state,
                                          curve=trial.curve(spec.metric),
                                          final_metrics=trial.final_metrics))
@@ -89,7 +88,7 @@ def planted_trial(spec: StudySpec, proposal: Proposal, curve: Curve, steps: int)
     bad = next((name for row in rows for name, v in row.items() if not math.isfinite(v)), None)
     return TrialRecord(
         id=proposal.number + 1, study_id=1, number=proposal.number,
-        state=TRIAL_INFEASIBLE if bad else TRIAL_COMPLETED, config=dict(proposal.config),
+        state=TrialState.INFEASIBLE if bad else TrialState.COMPLETED, config=dict(proposal.config),
         arm=dict(proposal.arm.values), seed=proposal.seed,
         error=f"{bad} became nan" if bad else None,
         best_value=None if best is None else best[1], best_step=None if best is None else best[0],
@@ -118,7 +117,7 @@ def planted_study(text: str, curve: Curve, *, store: Store | None = None,
     spec = parse_spec(text, file=file)
     trials = plant(spec, curve, steps=steps, repeats=repeats, overrides=overrides)
     if store is None:
-        study = StudyRecord(id=1, name=spec.name, state=STUDY_COMPLETED, metric=spec.metric,
+        study = StudyRecord(id=1, name=spec.name, state=StudyState.COMPLETED, metric=spec.metric,
                             mode=spec.mode, searcher=spec.searcher, spec_text=text,
                             spec_file=file, created_at=0.0, total_trials=len(trials),
                             owner=owner)
@@ -134,7 +133,7 @@ def planted_study(text: str, curve: Curve, *, store: Store | None = None,
                                   [(m.step, m.value, m.metrics) for m in trial.measurements])
         store.finish_trial(started.id, trial.state, error=trial.error,
                            final_metrics=trial.final_metrics)
-    store.update_study(spec.name, state=STUDY_COMPLETED)
+    store.update_study(spec.name, state=StudyState.COMPLETED)
     return PlantedStudy(store.get_study(spec.name), spec,
                         store.get_trials(spec.name, measurements=True))
 

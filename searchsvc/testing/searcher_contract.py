@@ -39,14 +39,7 @@ from typing import Any
 
 import pytest
 
-from searchsvc.core import (
-    TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_INFEASIBLE,
-    TRIAL_PRUNED,
-    Curve,
-    is_finite_number,
-)
+from searchsvc.core import Curve, TrialState, is_finite_number
 from searchsvc.searchers import (
     Observation,
     Proposal,
@@ -184,7 +177,7 @@ def finished(number: int, config: Mapping[str, Any]) -> Observation:
     """A completed trial that reported every step, its loss falling to ``evaluate(config)``."""
     final = evaluate(config)
     curve = Curve((step, final + 1 / step) for step in range(1, MAX_STEPS + 1))
-    return Observation(number, dict(config), curve[-1][1], TRIAL_COMPLETED, curve=curve)
+    return Observation(number, dict(config), curve[-1][1], TrialState.COMPLETED, curve=curve)
 
 
 def contaminated(number: int, config: Mapping[str, Any]) -> Observation:
@@ -193,10 +186,10 @@ def contaminated(number: int, config: Mapping[str, Any]) -> Observation:
     as any caller may pass one: Observation must clean it."""
     v = evaluate(config)
     value, state, curve = {
-        0: (NAN, TRIAL_COMPLETED, [(1, NAN), (2, v + 1), (3, INF), (4, v), (9, NAN)]),
-        1: (INF, TRIAL_INFEASIBLE, [(1, v), (2, v), (3, NAN), (4, -INF)]),
-        2: (-INF, TRIAL_PRUNED, [(1, -INF), (2, v), (3, NAN)]),
-        3: (NAN, TRIAL_FAILED, [(1, INF)]),
+        0: (NAN, TrialState.COMPLETED, [(1, NAN), (2, v + 1), (3, INF), (4, v), (9, NAN)]),
+        1: (INF, TrialState.INFEASIBLE, [(1, v), (2, v), (3, NAN), (4, -INF)]),
+        2: (-INF, TrialState.PRUNED, [(1, -INF), (2, v), (3, NAN)]),
+        3: (NAN, TrialState.FAILED, [(1, INF)]),
     }[number % 4]
     raw: Any = curve
     return Observation(number, dict(config), value, state, curve=raw)

@@ -21,21 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from searchsvc.core import (
-    EVENT_EXPLOIT,
-    EVENT_STOPPED_EARLY,
-    STUDY_CREATED,
-    STUDY_RUNNING,
-    TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_INFEASIBLE,
-    TRIAL_INTERRUPTED,
-    TRIAL_PRUNED,
-    TRIAL_RUNNING,
-    Constraint,
-    StudyRecord,
-    TokenGrant,
-)
+from searchsvc.core import Constraint, EventKind, StudyRecord, StudyState, TokenGrant, TrialState
 from searchsvc.errors import ConflictError, NotFoundError
 from searchsvc.store import Store
 
@@ -66,7 +52,7 @@ class StoreContract:
     def test_a_new_study_is_created_empty(self, store: Store) -> None:
         created = new_study(store, owner="ada")
         assert (created.name, created.state, created.metric, created.mode, created.searcher) == (
-            "s", STUDY_CREATED, "loss", "min", "random")
+            "s", StudyState.CREATED, "loss", "min", "random")
         assert (created.spec_text, created.spec_file, created.total_trials,
                 created.results_dir) == ("study: s", "/x/s.yaml", 4, "/tmp/r")
         assert (created.trial_counts, created.best_value, created.driver) == ({}, None, {})
@@ -97,11 +83,11 @@ class StoreContract:
 
     def test_update_study_sets_the_named_fields(self, store: Store) -> None:
         new_study(store)
-        updated = store.update_study("s", state=STUDY_RUNNING, started_at=12.5, total_trials=9,
+        updated = store.update_study("s", state=StudyState.RUNNING, started_at=12.5, total_trials=9,
                                      results_dir="/r2", driver={"pid": 42, "host": "h"},
                                      provenance={"git": "abc"})
         assert (updated.state, updated.started_at, updated.total_trials, updated.results_dir) == (
-            STUDY_RUNNING, 12.5, 9, "/r2")
+            StudyState.RUNNING, 12.5, 9, "/r2")
         assert updated.driver == {"pid": 42, "host": "h"} and updated.provenance == {"git": "abc"}
         assert store.get_study("s") == updated
         finished = store.update_study("s", finished_at=20.0)
@@ -112,7 +98,7 @@ class StoreContract:
             self, store: Store) -> None:
         before = new_study(store)
         with pytest.raises(ValueError, match=r"cannot update study fields \['metric'\]"):
-            store.update_study("s", state=STUDY_RUNNING, metric="acc")
+            store.update_study("s", state=StudyState.RUNNING, metric="acc")
         with pytest.raises(ValueError):
             store.update_study("s", state="sideways", total_trials=99)
         assert store.get_study("s") == before
@@ -120,11 +106,11 @@ class StoreContract:
     def test_studies_are_listed_oldest_first_by_owner_and_state(self, store: Store) -> None:
         for name, owner in [("a", "ada"), ("b", "bob"), ("c", "ada")]:
             new_study(store, name, owner=owner)
-        store.update_study("b", state=STUDY_RUNNING)
-        store.update_study("c", state=STUDY_RUNNING)
+        store.update_study("b", state=StudyState.RUNNING)
+        store.update_study("c", state=StudyState.RUNNING)
         assert [s.name for s in store.list_studies()] == ["a", "b", "c"]
         assert [s.name for s in store.list_studies(owner="ada")] == ["a", "c"]
-        assert [s.name for s in store.list_studies(states=[STUDY_RUNNING])] == ["b", "c"]
+        assert [s.name for s in store.list_studies(states=[StudyState.RUNNING])] == ["b", "c"]
         assert [s.name for s in store.list_studies(owner="ada", states=["running"])] == ["c"]
         assert store.list_studies(owner="eve") == [] and store.list_studies(states=[]) == []
 
@@ -145,16 +131,16 @@ class StoreContract:
         study = new_study(store)
         t = store.start_trial(study.id, number=0, config={"lr": 0.1}, arm={"d": 1}, seed=7)
         assert (t.number, t.state, t.attempts, t.study_id, t.measurements) == (
-            0, TRIAL_RUNNING, 1, study.id, ())
+            0, TrialState.RUNNING, 1, study.id, ())
         store.record_measurements(t.id, 1, "min", [
             (1, 0.9, {"loss": 0.9, "acc": 0.1}),
             (2, 0.4, {"loss": 0.4, "acc": 0.5}),
             (3, float("nan"), {"loss": float("nan"), "acc": float("inf")}),
         ])
-        store.finish_trial(t.id, TRIAL_INFEASIBLE, error="diverged")
+        store.finish_trial(t.id, TrialState.INFEASIBLE, error="diverged")
         [trial] = store.get_trials("s", measurements=True)
         assert (trial.state, trial.best_value, trial.best_step, trial.last_step) == (
-            TRIAL_INFEASIBLE, 0.4, 2, 3)
+            TrialState.INFEASIBLE, 0.4, 2, 3)
         assert [m.step for m in trial.measurements] == [1, 2, 3]
         assert [m.value for m in trial.measurements[:2]] == [0.9, 0.4]
         assert math.isnan(trial.measurements[2].metrics["loss"])
@@ -227,7 +213,7 @@ class StoreContract:
         t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
         store.record_measurements(t.id, 1, "max", [(1, *loss(0.2)), (2, *loss(0.7)),
                                                    (3, *loss(0.5))])
-        store.finish_trial(t.id, TRIAL_COMPLETED)
+        store.finish_trial(t.id, TrialState.COMPLETED)
         assert (store.get_trials("s")[0].best_value, store.get_trials("s")[0].best_step) == (
             0.7, 2)
         assert store.get_study("s").best_value == 0.7
@@ -239,8 +225,9 @@ class StoreContract:
         lucky = 0.1 if mode == "min" else 0.95
         values = {0: [0.5, 0.45], 1: [0.3, float("nan")], 2: [float("inf")], 3: [0.9, 0.2],
                   4: [lucky], 5: [lucky], 6: [lucky]}
-        states = {0: TRIAL_COMPLETED, 1: TRIAL_INFEASIBLE, 2: TRIAL_INFEASIBLE, 3: TRIAL_PRUNED,
-                  4: TRIAL_FAILED, 5: TRIAL_INTERRUPTED, 6: TRIAL_COMPLETED}
+        states = {0: TrialState.COMPLETED, 1: TrialState.INFEASIBLE, 2: TrialState.INFEASIBLE,
+                  3: TrialState.PRUNED, 4: TrialState.FAILED, 5: TrialState.INTERRUPTED,
+                  6: TrialState.COMPLETED}
         for number, reports in values.items():
             t = store.start_trial(study.id, number=number, config={}, arm={}, seed=number,
                                   repeat_of=0 if number == 6 else None)  # 6: a seed repeat
@@ -252,10 +239,10 @@ class StoreContract:
         record = store.get_study("s")
         # Neither the running, failed or interrupted trial nor the seed repeat is the best.
         assert record.best_value == (0.2 if mode == "min" else 0.9)
-        assert record.trial_counts == {TRIAL_COMPLETED: 1, TRIAL_INFEASIBLE: 2,
-                                       TRIAL_PRUNED: 1, TRIAL_FAILED: 1,
-                                       TRIAL_INTERRUPTED: 1, TRIAL_RUNNING: 1}
-        assert record.repeat_counts == {TRIAL_COMPLETED: 1}
+        assert record.trial_counts == {TrialState.COMPLETED: 1, TrialState.INFEASIBLE: 2,
+                                       TrialState.PRUNED: 1, TrialState.FAILED: 1,
+                                       TrialState.INTERRUPTED: 1, TrialState.RUNNING: 1}
+        assert record.repeat_counts == {TrialState.COMPLETED: 1}
         assert record.counts.finished == 5
         bests = [t.best_value for t in store.get_trials("s")]
         assert bests == ([0.45, 0.3, None, 0.2, 0.1, 0.1, 0.1, 0.1] if mode == "min"
@@ -271,10 +258,10 @@ class StoreContract:
         assert study.constraints == bound
         plain = new_study(store, "plain", mode=mode)
         good, better, best = (0.5, 0.4, 0.1) if mode == "min" else (0.5, 0.6, 0.9)
-        finals = [(good, {"memory_mb": 50, "latency_ms": 2}, TRIAL_COMPLETED),
-                  (better, {"memory_mb": 100, "latency_ms": 1}, TRIAL_PRUNED),
-                  (best, {"memory_mb": 101, "latency_ms": 2}, TRIAL_COMPLETED),  # too big
-                  (best, {"memory_mb": 10}, TRIAL_COMPLETED)]  # latency never reported
+        finals = [(good, {"memory_mb": 50, "latency_ms": 2}, TrialState.COMPLETED),
+                  (better, {"memory_mb": 100, "latency_ms": 1}, TrialState.PRUNED),
+                  (best, {"memory_mb": 101, "latency_ms": 2}, TrialState.COMPLETED),  # too big
+                  (best, {"memory_mb": 10}, TrialState.COMPLETED)]  # latency never reported
         for owner in (study, plain):
             for number, (value, final, state) in enumerate(finals):
                 t = store.start_trial(owner.id, number=number, config={}, arm={}, seed=0)
@@ -285,8 +272,8 @@ class StoreContract:
         assert [s.best_value for s in store.list_studies()] == [better, best]
         assert store.get_study("s").constraints == bound
 
-    @pytest.mark.parametrize("state", [TRIAL_COMPLETED, TRIAL_PRUNED, TRIAL_FAILED,
-                                       TRIAL_INFEASIBLE])
+    @pytest.mark.parametrize("state", [TrialState.COMPLETED, TrialState.PRUNED, TrialState.FAILED,
+                                       TrialState.INFEASIBLE])
     def test_finished_trial_is_never_started_again(self, store: Store, state: str) -> None:
         study = new_study(store)
         t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
@@ -305,10 +292,10 @@ class StoreContract:
         store.record_measurements(t.id, 1, "min", [(1, *loss(0.5)), (2, *loss(0.4))])
         assert store.interrupt_running_trials(study.id) == 1
         interrupted = store.get_trials("s")[0]
-        assert interrupted.state == TRIAL_INTERRUPTED and interrupted.finished_at is not None
+        assert interrupted.state == TrialState.INTERRUPTED and interrupted.finished_at is not None
         again = store.start_trial(study.id, number=1, config={"lr": 2}, arm={"d": 9}, seed=6,
                                   node="n2")
-        assert (again.id, again.attempts, again.state) == (t.id, 2, TRIAL_RUNNING)
+        assert (again.id, again.attempts, again.state) == (t.id, 2, TrialState.RUNNING)
         # A new attempt: new config and node, no best yet; the arm and seed stay the first's.
         assert (again.config, again.arm, again.seed, again.node) == ({"lr": 2}, {"d": 2}, 5, "n2")
         assert (again.best_value, again.best_step, again.last_step, again.finished_at,
@@ -324,14 +311,14 @@ class StoreContract:
     def test_only_the_studys_running_trials_are_interrupted(self, store: Store) -> None:
         study, other = new_study(store), new_study(store, "other")
         done = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
-        store.finish_trial(done.id, TRIAL_COMPLETED)
+        store.finish_trial(done.id, TrialState.COMPLETED)
         for number in (1, 2):
             store.start_trial(study.id, number=number, config={}, arm={}, seed=0)
         store.start_trial(other.id, number=0, config={}, arm={}, seed=0)
         assert store.interrupt_running_trials(study.id) == 2
         assert [t.state for t in store.get_trials("s")] == [
-            TRIAL_COMPLETED, TRIAL_INTERRUPTED, TRIAL_INTERRUPTED]
-        assert [t.state for t in store.get_trials("other")] == [TRIAL_RUNNING]
+            TrialState.COMPLETED, TrialState.INTERRUPTED, TrialState.INTERRUPTED]
+        assert [t.state for t in store.get_trials("other")] == [TrialState.RUNNING]
         assert store.interrupt_running_trials(study.id) == 0
 
     def test_counts_and_listing(self, store: Store) -> None:
@@ -339,9 +326,9 @@ class StoreContract:
         for n in range(3):
             t = store.start_trial(study.id, number=n, config={}, arm={}, seed=n)
             if n < 2:
-                store.finish_trial(t.id, TRIAL_COMPLETED)
+                store.finish_trial(t.id, TrialState.COMPLETED)
         [listed] = store.list_studies()
-        assert listed.trial_counts == {TRIAL_COMPLETED: 2, TRIAL_RUNNING: 1}
+        assert listed.trial_counts == {TrialState.COMPLETED: 2, TrialState.RUNNING: 1}
         assert listed.provenance == {"seed": 3}
         assert store.get_study("s").trial_counts == listed.trial_counts
 
@@ -359,14 +346,14 @@ class StoreContract:
         kept = store.start_trial(other.id, number=0, config={}, arm={}, seed=0)
         store.record_measurements(t.id, 1, "min", [(1, *loss(1.0))])
         store.record_measurements(kept.id, 1, "min", [(1, *loss(2.0))])
-        store.record_event(study.id, 0, EVENT_STOPPED_EARLY, step=1)
+        store.record_event(study.id, 0, EventKind.STOPPED_EARLY, step=1)
         store.delete_study("s")
         with pytest.raises(NotFoundError):
             store.get_trials("s")
         with pytest.raises(NotFoundError, match=f"no trial with id {t.id}"):
             store.record_measurements(t.id, 1, "min", [(2, *loss(0.5))])
         with pytest.raises(NotFoundError):
-            store.finish_trial(t.id, TRIAL_COMPLETED)
+            store.finish_trial(t.id, TrialState.COMPLETED)
         again = new_study(store)
         assert store.get_trials("s") == [] and store.get_events("s") == []
         assert again.trial_counts == {} and again.best_value is None
@@ -470,15 +457,15 @@ class StoreContract:
     def test_finishing_records_state_error_and_checkpoints(self, store: Store) -> None:
         study = new_study(store)
         t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
-        store.finish_trial(t.id, TRIAL_FAILED, error="x" * 20_000 + "the last line",
+        store.finish_trial(t.id, TrialState.FAILED, error="x" * 20_000 + "the last line",
                            checkpoints=["/c/1", "/c/2"])
         [trial] = store.get_trials("s")
-        assert trial.state == TRIAL_FAILED and trial.finished_at is not None
+        assert trial.state == TrialState.FAILED and trial.finished_at is not None
         assert trial.error is not None and len(trial.error) == 20_000
         assert trial.error.endswith("the last line")
         assert trial.checkpoints == ("/c/1", "/c/2")
         u = store.start_trial(study.id, number=1, config={}, arm={}, seed=0)
-        store.finish_trial(u.id, TRIAL_COMPLETED)
+        store.finish_trial(u.id, TrialState.COMPLETED)
         assert store.get_trials("s")[1].error is None and store.get_trials("s")[1].checkpoints == ()
 
     def test_finishing_refuses_unknown_states_and_trials(self, store: Store) -> None:
@@ -487,9 +474,9 @@ class StoreContract:
         with pytest.raises(ValueError, match="unknown trial state 'done' \\(valid: running, "
                                              "completed, "):
             store.finish_trial(t.id, "done")
-        assert store.get_trials("s")[0].state == TRIAL_RUNNING
+        assert store.get_trials("s")[0].state == TrialState.RUNNING
         with pytest.raises(NotFoundError, match="no trial with id 999"):
-            store.finish_trial(999, TRIAL_COMPLETED)
+            store.finish_trial(999, TrialState.COMPLETED)
 
     def test_the_node_is_recorded_and_cut_to_255_characters(self, store: Store) -> None:
         study = new_study(store)
@@ -517,19 +504,20 @@ class StoreContract:
 
     def test_events_come_back_in_order_by_kind(self, store: Store) -> None:
         study, other = new_study(store), new_study(store, "other")
-        store.record_event(study.id, 3, EVENT_STOPPED_EARLY, step=2,
+        store.record_event(study.id, 3, EventKind.STOPPED_EARLY, step=2,
                            data={"rung": 0, "cutoff": 0.5})
-        store.record_event(study.id, 1, EVENT_EXPLOIT, step=4,
+        store.record_event(study.id, 1, EventKind.EXPLOIT, step=4,
                            data={"parent": 3, "new_config": {"lr": 0.1}})
-        store.record_event(study.id, 0, EVENT_STOPPED_EARLY)
-        store.record_event(other.id, 0, EVENT_EXPLOIT, step=1)
+        store.record_event(study.id, 0, EventKind.STOPPED_EARLY)
+        store.record_event(other.id, 0, EventKind.EXPLOIT, step=1)
         events = store.get_events("s")
         assert [(e.number, e.kind, e.step) for e in events] == [
-            (3, EVENT_STOPPED_EARLY, 2), (1, EVENT_EXPLOIT, 4), (0, EVENT_STOPPED_EARLY, None)]
+            (3, EventKind.STOPPED_EARLY, 2), (1, EventKind.EXPLOIT, 4),
+            (0, EventKind.STOPPED_EARLY, None)]
         assert events[0].data == {"rung": 0, "cutoff": 0.5} and events[2].data == {}
         assert events[1].data == {"parent": 3, "new_config": {"lr": 0.1}}
         assert all(e.recorded_at > 0 for e in events)
-        assert [e.number for e in store.get_events("s", kind=EVENT_STOPPED_EARLY)] == [3, 0]
+        assert [e.number for e in store.get_events("s", kind=EventKind.STOPPED_EARLY)] == [3, 0]
         assert [e.number for e in store.get_events("other")] == [0]
 
     # -- transactions --------------------------------------------------------------------------
@@ -539,9 +527,9 @@ class StoreContract:
         t = store.start_trial(study.id, number=0, config={}, arm={}, seed=0)
         with store.transaction():
             store.record_measurements(t.id, 1, "min", [(1, *loss(0.5))])
-            store.finish_trial(t.id, TRIAL_INFEASIBLE, error="x")
+            store.finish_trial(t.id, TrialState.INFEASIBLE, error="x")
         [trial] = store.get_trials("s", measurements=True)
-        assert trial.state == TRIAL_INFEASIBLE and len(trial.measurements) == 1
+        assert trial.state == TrialState.INFEASIBLE and len(trial.measurements) == 1
         u = store.start_trial(study.id, number=1, config={}, arm={}, seed=0)
         with pytest.raises(NotFoundError), store.transaction():
             store.record_measurements(u.id, 1, "min", [(1, *loss(0.1))])
@@ -553,19 +541,19 @@ class StoreContract:
         study = new_study(store)
         t = store.start_trial(study.id, number=0, config={"a": 1}, arm={}, seed=0)
         store.record_measurements(t.id, 1, "min", [(1, *loss(0.5)), (2, *loss(0.4))])
-        store.record_event(study.id, 0, EVENT_STOPPED_EARLY, step=1)
+        store.record_event(study.id, 0, EventKind.STOPPED_EARLY, step=1)
         before = (store.get_study("s"), store.get_trials("s", measurements=True),
                   store.get_events("s"))
         with pytest.raises(RuntimeError, match="boom"), store.transaction():
             new_study(store, "other")
-            store.update_study("s", state=STUDY_RUNNING, driver={"pid": 1})
+            store.update_study("s", state=StudyState.RUNNING, driver={"pid": 1})
             store.discard_measurements(t.id, 1, 2, "min")
             store.record_measurements(t.id, 1, "min", [(3, *loss(0.1))])
             store.set_trial_node(t.id, "elsewhere")
-            store.finish_trial(t.id, TRIAL_COMPLETED, checkpoints=["/c"])
+            store.finish_trial(t.id, TrialState.COMPLETED, checkpoints=["/c"])
             u = store.start_trial(study.id, number=1, config={}, arm={}, seed=0)
             store.record_measurements(u.id, 1, "min", [(1, *loss(0.05))])
-            store.record_event(study.id, 1, EVENT_EXPLOIT, step=1)
+            store.record_event(study.id, 1, EventKind.EXPLOIT, step=1)
             raise RuntimeError("boom")
         assert [s.name for s in store.list_studies()] == ["s"]
         assert (store.get_study("s"), store.get_trials("s", measurements=True),

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict
+
 from searchsvc.core import Measurement, StudyRecord, TrialRecord, is_finite_number
 from searchsvc.spec import StudySpec
 
@@ -23,6 +25,13 @@ class ReportFolder:
 
     folder: Path
     paths: tuple[Path, ...]
+
+
+class TrackerOptions(BaseModel):
+    """A tracker's sub-section of the study file's ``tracking:`` (a tracker's ``Options``
+    subclasses it with its own fields): unknown keys and wrong types are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
 class Tracker(ABC):
@@ -51,7 +60,16 @@ class Tracker(ABC):
     a tracking failure never fails a study.
     """
 
-    name: ClassVar[str]
+    name: ClassVar[str]  # its key in the study file's `tracking:` section
+    summary: ClassVar[str]
+    Options: ClassVar[type[TrackerOptions]] = TrackerOptions  # the schema of that sub-section
+
+    @classmethod
+    def for_study(cls, settings: Any, spec: StudySpec, results_dir: Path) -> Tracker:
+        """The tracker of a study whose file turns it on with ``settings`` (its ``Options``:
+        its sub-section of ``tracking:``), writing beside the study's ``results_dir`` by
+        default. A registered tracker (:data:`searchsvc.plugins.TRACKERS`) defines it."""
+        raise NotImplementedError(f"tracker {cls.name!r} is made by its caller")
 
     @abstractmethod
     def study_started(self, study: StudyRecord, spec: StudySpec,

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from searchsvc.core import Measurement, StudyRecord, TrialRecord
+from searchsvc.core.durations import format_duration
 from searchsvc.spec import StudySpec
 from searchsvc.tracking.base import ReportFolder, Tracker
 
@@ -87,7 +88,7 @@ class Trackers(Tracker):
         while self._calls.unfinished_tasks:
             waited = time.monotonic() - started
             if waited > DRAIN_LIMIT_S:
-                self._tell(f"tracking: gave up waiting after {waited:.0f} s with "
+                self._tell(f"tracking: gave up waiting after {format_duration(waited)} with "
                            f"{self._calls.qsize()} calls left; a resume brings the trackers "
                            "level with the store")
                 return

@@ -36,22 +36,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
-from searchsvc.core import (
-    STUDY_COMPLETED,
-    STUDY_FAILED,
-    TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_INFEASIBLE,
-    TRIAL_INTERRUPTED,
-    TRIAL_PRUNED,
-    Measurement,
-    StudyRecord,
-    TrialRecord,
-)
+from pydantic import Field
+
+from searchsvc.core import Measurement, StudyRecord, StudyState, TrialRecord, TrialState
+from searchsvc.core.urls import dialect
 from searchsvc.spec import StudySpec
 from searchsvc.tracking.base import (
     ReportFolder,
     Tracker,
+    TrackerOptions,
     latest_attempt,
     step_scalars,
     study_key,
@@ -80,8 +73,8 @@ MAX_KEY_LENGTH = 250
 
 TAG = "searchsvc."
 RUN_STATUS = {
-    TRIAL_COMPLETED: "FINISHED", TRIAL_PRUNED: "FINISHED", TRIAL_FAILED: "FAILED",
-    TRIAL_INFEASIBLE: "FAILED", TRIAL_INTERRUPTED: "KILLED",
+    TrialState.COMPLETED: "FINISHED", TrialState.PRUNED: "FINISHED", TrialState.FAILED: "FAILED",
+    TrialState.INFEASIBLE: "FAILED", TrialState.INTERRUPTED: "KILLED",
 }
 TERMINATED = frozenset({"FINISHED", "FAILED", "KILLED"})
 
@@ -115,6 +108,19 @@ def metric_key(name: str) -> str:
     return key
 
 
+class MlflowOptions(TrackerOptions):
+    """Log the study to MLflow: a parent run per study, a nested run per trial."""
+
+    tracking_uri: str | None = Field(None, min_length=1, description=(
+        "MLflow tracking URI: a server (http://host:5000) or a database "
+        "(sqlite:///path/mlflow.db). Default: sqlite:///<results folder>/mlflow.db."))
+    experiment: str | None = Field(None, min_length=1,
+                                   description="MLflow experiment. Default: the study name.")
+
+
+DATABASES = ("sqlite", "postgresql", "mysql", "mssql")  # MLflow's SQLAlchemy stores
+
+
 @dataclass
 class _Run:
     run_id: str
@@ -129,6 +135,20 @@ class MlflowTracker(Tracker):
     keeps its artifacts when the store is a local database (None: the server decides)."""
 
     name = "mlflow"
+    summary = "MLflow runs: a parent run per study, a nested run per trial"
+    Options = MlflowOptions
+
+    @classmethod
+    def for_study(cls, settings: MlflowOptions, spec: StudySpec,
+                  results_dir: Path) -> MlflowTracker:
+        uri = settings.tracking_uri or default_tracking_uri(results_dir)
+        # A new experiment in a database keeps its artifacts beside the SQLite file or in the
+        # results folder (MLflow's default is ./mlruns under the current folder); a server (or
+        # any other store) decides for itself.
+        artifacts = None
+        if dialect(uri) in DATABASES:
+            artifacts = (sqlite_folder(uri) or results_dir) / "mlartifacts"
+        return cls(uri, settings.experiment or spec.name, artifacts)
 
     def __init__(self, tracking_uri: str, experiment: str, artifact_root: Path | None = None):
         self.tracking_uri, self.experiment, self.artifact_root = (tracking_uri, experiment,
@@ -252,7 +272,7 @@ class MlflowTracker(Tracker):
             for trial in sorted(trials, key=lambda t: t.number):
                 run = self._run_for(trial)
                 self._log_steps(trial.number, run, latest_attempt(trial))
-                if ((trial.finished or trial.state == TRIAL_INTERRUPTED)
+                if ((trial.finished or trial.state == TrialState.INTERRUPTED)
                         and run.status not in TERMINATED):
                     self._end(trial, run)
 
@@ -276,7 +296,7 @@ class MlflowTracker(Tracker):
                 elif path.is_file():
                     self.client.log_artifact(self.parent_id, str(path), "report")
             self.client.set_terminated(
-                self.parent_id, {STUDY_COMPLETED: "FINISHED", STUDY_FAILED: "FAILED"}.get(
+                self.parent_id, {StudyState.COMPLETED: "FINISHED", StudyState.FAILED: "FAILED"}.get(
                     study.state, "KILLED"),
                 end_time=_ms(study.finished_at or time.time()))
 

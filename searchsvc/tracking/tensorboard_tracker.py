@@ -27,20 +27,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from searchsvc.core import (
-    TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_INFEASIBLE,
-    TRIAL_INTERRUPTED,
-    TRIAL_PRUNED,
-    Measurement,
-    StudyRecord,
-    TrialRecord,
-)
+from pydantic import Field
+
+from searchsvc.core import Measurement, StudyRecord, TrialRecord, TrialState
 from searchsvc.spec import ChoiceParameter, FixedParameter, Parameter, RangeParameter, StudySpec
 from searchsvc.tracking.base import (
     ReportFolder,
     Tracker,
+    TrackerOptions,
     hparam_value,
     latest_attempt,
     step_scalars,
@@ -56,10 +50,26 @@ def trial_folder(number: int) -> str:
     return f"trial_{number:05d}"
 
 
+class TensorBoardOptions(TrackerOptions):
+    """Write TensorBoard event files: a run per trial, with the HParams plugin's data."""
+
+    dir: str | None = Field(None, min_length=1, description=(
+        "Log folder (a relative one is taken inside the study's results folder). Default: "
+        "<results folder>/tensorboard."))
+
+
 class TensorBoardTracker(Tracker):
     """Writes a study's event files into ``logdir`` (module docstring)."""
 
     name = "tensorboard"
+    summary = "TensorBoard event files: a run per trial, with the HParams plugin's data"
+    Options = TensorBoardOptions
+
+    @classmethod
+    def for_study(cls, settings: TensorBoardOptions, spec: StudySpec,
+                  results_dir: Path) -> TensorBoardTracker:
+        folder = Path(settings.dir).expanduser() if settings.dir else Path("tensorboard")
+        return cls(folder if folder.is_absolute() else results_dir / folder)
 
     def __init__(self, logdir: Path):
         self.logdir = logdir
@@ -110,7 +120,7 @@ class TensorBoardTracker(Tracker):
         """The trial's folder from scratch, from its record in the store."""
         self.trial_started(trial)
         self.measurements(trial, latest_attempt(trial))
-        if trial.finished or trial.state == TRIAL_INTERRUPTED:
+        if trial.finished or trial.state == TrialState.INTERRUPTED:
             self.trial_finished(trial)
         else:
             self._close(trial.number)
@@ -143,8 +153,10 @@ class TensorBoardTracker(Tracker):
         from tensorboard.plugins.hparams import api_pb2
 
         writer = self._writer_of(trial)
-        status = {TRIAL_COMPLETED: api_pb2.STATUS_SUCCESS, TRIAL_PRUNED: api_pb2.STATUS_SUCCESS,
-                  TRIAL_FAILED: api_pb2.STATUS_FAILURE, TRIAL_INFEASIBLE: api_pb2.STATUS_FAILURE,
+        status = {TrialState.COMPLETED: api_pb2.STATUS_SUCCESS,
+                  TrialState.PRUNED: api_pb2.STATUS_SUCCESS,
+                  TrialState.FAILED: api_pb2.STATUS_FAILURE,
+                  TrialState.INFEASIBLE: api_pb2.STATUS_FAILURE,
                   }.get(trial.state, api_pb2.STATUS_UNKNOWN)
         ended = trial.finished_at or time.time()
         writer.add_event(_event(_session_end(status, ended), ended, trial.last_step or 0))

@@ -30,20 +30,16 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from searchsvc.core import (
-    TRIAL_COMPLETED,
-    TRIAL_INTERRUPTED,
-    TRIAL_PRUNED,
-    Measurement,
-    StudyRecord,
-    TrialRecord,
-)
+from pydantic import Field
+
+from searchsvc.core import Measurement, StudyRecord, TrialRecord, TrialState
 from searchsvc.spec import StudySpec
 from searchsvc.tracking.base import (
     ReportFolder,
     Tracker,
+    TrackerOptions,
     hparam_value,
     latest_attempt,
     numeric_metrics,
@@ -64,10 +60,37 @@ class _Run:
     ended: bool = False
 
 
+class WandbOptions(TrackerOptions):
+    """Log the study to Weights & Biases: a run per trial and one for the study, grouped."""
+
+    project: str | None = Field(None, min_length=1,
+                                description="W&B project. Default: the study name.")
+    entity: str | None = Field(None, min_length=1, description=(
+        "W&B entity (user or team). Default: the logged-in user's."))
+    group: str | None = Field(None, min_length=1, description=(
+        "The runs' group. Default: the study name."))
+    mode: Literal["online", "offline"] = Field("offline", description=(
+        "offline (the default): runs are written to `dir` and need no network; `wandb sync "
+        "DIR/wandb/offline-run-*` uploads them later. online: to the W&B server "
+        "(WANDB_API_KEY, WANDB_BASE_URL)."))
+    dir: str | None = Field(None, min_length=1, description=(
+        "Where W&B writes its runs (its `wandb/` folder inside; a relative folder is taken "
+        "inside the study's results folder). Default: the results folder."))
+
+
 class WandbTracker(Tracker):
     """Logs a study to W&B (module docstring): ``dir`` holds W&B's ``wandb/`` folder."""
 
     name = "wandb"
+    summary = "Weights & Biases runs: a run per trial and one for the study, grouped"
+    Options = WandbOptions
+
+    @classmethod
+    def for_study(cls, settings: WandbOptions, spec: StudySpec, results_dir: Path) -> WandbTracker:
+        folder = Path(settings.dir).expanduser() if settings.dir else Path(".")
+        return cls(folder if folder.is_absolute() else results_dir / folder,
+                   project=settings.project or spec.name, entity=settings.entity,
+                   group=settings.group, mode=settings.mode)
 
     def __init__(self, dir: Path, *, project: str, entity: str | None = None,
                  group: str | None = None, mode: str = "offline"):
@@ -108,7 +131,7 @@ class WandbTracker(Tracker):
         """Each trial level with the store: the steps W&B misses written (a run opened for
         them), and an ended trial's run ended."""
         for trial in sorted(trials, key=lambda t: t.number):
-            done = trial.finished or trial.state == TRIAL_INTERRUPTED
+            done = trial.finished or trial.state == TrialState.INTERRUPTED
             known = self.runs.get(trial.number)
             if known is not None and known.attempt == trial.attempts and known.ended:
                 continue
@@ -221,7 +244,8 @@ class WandbTracker(Tracker):
         if trial.error:
             summary["error"] = trial.error[-4000:]
         run.handle.summary.update(summary)
-        run.handle.finish(exit_code=0 if trial.state in (TRIAL_COMPLETED, TRIAL_PRUNED) else 1)
+        succeeded = trial.state in (TrialState.COMPLETED, TrialState.PRUNED)
+        run.handle.finish(exit_code=0 if succeeded else 1)
         run.ended = True
 
     # -- W&B -----------------------------------------------------------------------------------

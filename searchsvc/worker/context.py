@@ -7,6 +7,7 @@ import numbers
 import os
 import random
 import sys
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +17,10 @@ META_KEY = "__searchsvc__"  # reserved config key the runner uses to tell the wr
 TELEMETRY_KEY = "searchsvc_telemetry"
 # Reserved result key: the dimensionality sdk.watch measured since the last report.
 DIMENSIONALITY_KEY = "searchsvc_dimensionality"
+# Reserved result key: the number of the trial whose objective sent the report. The driver keeps
+# a result only for that trial: a worker Ray Tune reuses runs trials one after another, and a
+# report of the one before must never land in the next one's record.
+TRIAL_KEY = "searchsvc_trial"
 
 
 @dataclass(frozen=True)
@@ -39,14 +44,28 @@ class TrialContext:
     # The study file's ``dimensionality`` section ({"every": "auto" | N, "until": ...}) that
     # sdk.watch follows; None outside a study.
     dimensionality: Mapping[str, Any] | None = field(default=None, compare=False)
+    # The trial's own output folder (sdk.trial_dir); None outside a trial.
+    trial_dir: str | None = None
 
 
 _current: TrialContext | None = None
+# The trial each thread runs: the context is one per process (threads the objective starts read
+# it too), but a reused worker's previous trial may still be ending in its own thread.
+_thread = threading.local()
 
 
 def set_current(context: TrialContext | None) -> None:
+    """Make ``context`` the running trial's, in this process and as this thread's trial."""
     global _current
     _current = context
+    _thread.number = None if context is None else context.number
+
+
+def reporting_trial() -> int:
+    """The number of the trial whose objective runs in this thread (the process's running
+    trial in a thread the objective started)."""
+    number = getattr(_thread, "number", None)
+    return current().number if number is None else int(number)
 
 
 def current() -> TrialContext:

@@ -104,6 +104,7 @@ def run_data_parallel_trial(config: dict[str, Any], settings: TrialSettings,
     number = int((config.get(META_KEY) or {}).get("number", 0))
     storage = Path(workers.run_dir) / f"trial_{number:05d}"
     config = with_resume(config, resume_point(storage, tune.get_checkpoint()))
+    config = {**config, META_KEY: {**(config.get(META_KEY) or {}), "trial_dir": str(storage)}}
     steps, run, done = _start_run(config, settings, workers, storage, "")
     try:
         _forward(steps, done, storage / REPORTED)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from searchsvc.errors import ObjectiveError
-from searchsvc.worker.context import current
+from searchsvc.worker.context import current, reporting_trial
 
 # Adaptive spacing: the measurements take at most this share of the training time, which leaves
 # room for what the watch costs beside them (its hooks, the allocations' effect on the steps
@@ -160,6 +160,7 @@ class Watcher:
 
     def __init__(self, model: Any, probe: Any, layers: Mapping[str, Any], schedule: Schedule):
         self.model, self.probe, self.layers, self.schedule = model, probe, layers, schedule
+        self.trial = reporting_trial()  # whose reports carry its measurements
         self.source = "probe" if probe is not None else "train"
         self.captured: dict[str, Any] = {}
         self.capturing: list[Any] = []  # the layers' hooks, only while a pass is measured
@@ -375,9 +376,11 @@ def _probe_pass(model: Any, probe: Any) -> None:
 
 
 def take() -> dict[str, Any]:
-    """Every watched model's measurements since the last report (merged by layer name)."""
+    """The reporting trial's watched models' measurements since the last report (merged by
+    layer name)."""
     merged: dict[str, Any] = {}
-    for watcher in _watchers:
+    trial = reporting_trial()
+    for watcher in [w for w in _watchers if w.trial == trial]:
         found = watcher.take()
         if found:
             merged.setdefault("source", found["source"])
@@ -386,6 +389,14 @@ def take() -> dict[str, Any]:
 
 
 def close_all() -> None:
-    """Remove every watcher's hooks (the trial ended; Tune may reuse this process)."""
+    """Remove every watcher's hooks (the objective's run ended)."""
     while _watchers:
         _watchers.pop().close()
+
+
+def close_trial(number: int) -> None:
+    """Remove the hooks of trial ``number``'s watchers (it ended; Ray Tune may reuse this
+    process, and the next trial may have started watching already)."""
+    for watcher in [w for w in _watchers if w.trial == number]:
+        _watchers.remove(watcher)
+        watcher.close()

@@ -10,16 +10,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from searchsvc.core.callables import CallableRef
 from searchsvc.errors import ObjectiveError
+from searchsvc.worker.shadowing import named_shadowing
 
 
-def search_paths_for(spec_file: str | None, code: str | None = None) -> list[str]:
+def search_paths_for(spec_file: str | None, code: str | None = None,
+                     workdir: str | None = None) -> list[str]:
     """The study's code bundle (a service study's uploaded code), the study file's folder,
-    then the current folder (docs/DESIGN.md, "The objective")."""
+    then the folder it was launched from (``workdir``; default: the current folder)."""
     paths = [code] if code else []
     if spec_file and not spec_file.startswith("<"):
         paths.append(str(Path(spec_file).resolve().parent))
-    paths.append(str(Path.cwd()))
+    paths.append(workdir or str(Path.cwd()))
     return list(dict.fromkeys(paths))
 
 
@@ -59,10 +62,14 @@ def resolve_objective(ref: str, search_paths: Sequence[str]) -> Callable[..., An
     :class:`ObjectiveError` says precisely what is missing."""
     if ref in _GIVEN:
         return _GIVEN[ref]
-    module_name, _, attr_path = ref.partition(":")
+    parsed = CallableRef.parse(ref)
+    module_name = parsed.module
     add_to_import_path(search_paths)
     try:
-        module = importlib.import_module(module_name)
+        with named_shadowing(search_paths):
+            module = importlib.import_module(module_name)
+    except ObjectiveError:
+        raise
     except ModuleNotFoundError as exc:
         if exc.name and module_name.startswith(exc.name):
             raise ObjectiveError(
@@ -75,7 +82,7 @@ def resolve_objective(ref: str, search_paths: Sequence[str]) -> Callable[..., An
             f"objective {ref!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
         ) from exc
     target: Any = module
-    for part in attr_path.split("."):
+    for part in parsed.attributes:
         if not hasattr(target, part):
             raise ObjectiveError(f"objective {ref!r}: module {module_name!r} has no "
                                  f"attribute {part!r}")
@@ -90,7 +97,7 @@ def locate_objective(ref: str, search_paths: Sequence[str]) -> Path | None:
     it** (no user code runs): the file of a module under ``search_paths``, or None for an
     installed module. :class:`ObjectiveError` when it is nowhere. Whether the callable exists
     is known only once a worker imports it."""
-    module_name = ref.partition(":")[0]
+    module_name = CallableRef.parse(ref).module
     parts = module_name.split(".")
     if not module_name or any(not p.isidentifier() for p in parts):
         raise ObjectiveError(f"objective {ref!r}: {module_name!r} is not a module name")
@@ -123,10 +130,18 @@ def _installed_submodule(parts: Sequence[str]) -> bool:
     return any(module_file(Path(folder), parts[1:]) is not None for folder in locations)
 
 
+def module_base(ref: str, search_paths: Sequence[str]) -> str | None:
+    """The folder of ``search_paths`` that holds the objective's module (found without
+    importing); None when it is an installed module."""
+    parts = CallableRef.parse(ref).parts
+    return next((base for base in search_paths if module_file(Path(base), parts) is not None),
+                None)
+
+
 def module_root(ref: str, search_paths: Sequence[str]) -> Path | None:
     """Folder or file of the objective's top-level package, to ship to a remote cluster; None
     when it is an installed package (the cluster's image must have it)."""
-    top = ref.partition(":")[0].split(".")[0]
+    top = CallableRef.parse(ref).top
     for base in search_paths:
         for candidate in (Path(base) / top, Path(base) / f"{top}.py"):
             if candidate.exists():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import numbers
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -28,10 +29,10 @@ from searchsvc.worker.context import (
     split_config,
 )
 from searchsvc.worker.objective import resolve_objective
+from searchsvc.worker.shadowing import shadowing
+from searchsvc.worker.workdir import explain_missing_file, working_directory
 
 OVERFIT_STEPS = 30  # calls of the objective's overfit_step under preflight
-LOADER_SAMPLES = 256  # samples read from the loader's dataset, in each order
-LOADER_SECONDS = 2.0  # ... or for at most this long in each order
 LOADER_BATCHES = 64  # batches whose wait and compute time are kept
 
 _hook: dict[str, Any] | None = None  # set while a preflight runs in this process
@@ -67,48 +68,19 @@ def run_hook(overfit_step: Callable[[], float] | None, num_classes: int | None) 
                  seconds=_hook.get("seconds", 0.0) + spent)
 
 
-def measure_loader(loader: Any) -> None:
-    """Under preflight, the first ``sdk.data_loader``'s read rate: up to LOADER_SAMPLES samples
-    of its map-style dataset (a torch ``DataLoader``'s ``.dataset``), read in order and in a
-    shuffled order (random access is what a shuffled epoch does), as samples/s; with its
-    worker count. Nothing to read without a dataset that has ``len()`` and indexing."""
-    if _hook is None or "loader" in _hook:
+def loader_started(workers: int) -> None:
+    """Under preflight, an ``sdk.data_loader`` began to be iterated, by a loader of ``workers``
+    worker processes (whatever it wraps: its batches are what the input check times)."""
+    if _hook is None:
         return
-    dataset = getattr(loader, "dataset", None)
-    workers = int(getattr(loader, "num_workers", 0) or 0)
-    if dataset is None or not hasattr(dataset, "__getitem__") or not hasattr(dataset,
-                                                                              "__len__"):
-        _hook["loader"] = {"measured": False, "workers": workers,
-                           "why": "it has no map-style dataset (len() and indexing) to read"}
-        return
-    import random
-
-    size = len(dataset)
-    count = min(LOADER_SAMPLES, size)
-    shuffled = random.Random(0).sample(range(size), count)
-    try:
-        _hook["loader"] = {"measured": True, "workers": workers, "dataset_size": size,
-                           "sequential_per_s": _read_rate(dataset, range(count)),
-                           "shuffled_per_s": _read_rate(dataset, shuffled)}
-    except Exception as exc:  # the trial itself will meet it, and report it
-        _hook["loader"] = {"measured": False, "workers": workers,
-                           "why": f"reading its dataset raised {type(exc).__name__}: {exc}"}
-
-
-def _read_rate(dataset: Any, indices: Sequence[int]) -> float:
-    started = time.perf_counter()
-    read = 0
-    for index in indices:
-        dataset[index]
-        read += 1
-        if time.perf_counter() - started > LOADER_SECONDS:
-            break
-    return read / max(time.perf_counter() - started, 1e-9)
+    known = _hook.get("loader") or {}
+    _hook["loader"] = {"workers": max(int(known.get("workers", 0)), int(workers))}
 
 
 def record_batch(wait_s: float, compute_s: float, item: Any) -> None:
     """Under preflight, one batch from ``sdk.data_loader``: how long the loop waited for it,
-    how long it then worked before asking for the next, and how many samples it held."""
+    how long it then worked before asking for the next, and how many samples it held (a
+    no-op outside preflight)."""
     if _hook is None:
         return
     batches = _hook.setdefault("batches", [])
@@ -157,15 +129,17 @@ def probe(config: dict[str, Any], settings: Any, steps: int, submitted_at: float
         if len(reports) >= steps:
             raise _Enough
 
-    _route_ray_reports()
     settings.give()
     user_config, meta = split_config(config)
     warm_first_s: float | None = None
+    scratch = tempfile.mkdtemp(prefix="searchsvc-preflight-")
     try:
-        set_current(_context(settings, meta, reporter))
-        crash, at_import, returned, import_s = _first_run(settings, user_config, paths, t0)
-        if crash is None and reports:
-            warm_first_s = _warm_run(settings, user_config, meta, paths)
+        # As a trial runs: in the study's working directory (worker/workdir.py).
+        with working_directory(settings.workdir):
+            set_current(_context(settings, meta, reporter, scratch))
+            crash, at_import, returned, import_s = _first_run(settings, user_config, paths, t0)
+            if crash is None and reports:
+                warm_first_s = _warm_run(settings, user_config, meta, paths, scratch)
     finally:
         set_current(None)
         dimensionality.close_all()
@@ -182,13 +156,13 @@ def probe(config: dict[str, Any], settings: Any, steps: int, submitted_at: float
 
 
 def _context(settings: Any, meta: Mapping[str, Any],
-             reporter: Callable[[Mapping[str, Any]], None]) -> TrialContext:
+             reporter: Callable[[Mapping[str, Any]], None], trial_dir: str) -> TrialContext:
     """The trial context a probe runs the objective in (nothing kept, reports to
-    ``reporter``)."""
+    ``reporter``, ``trial_dir`` its output folder)."""
     return TrialContext(
         study=settings.study, number=int(meta.get("number", 0)), seed=int(meta.get("seed", 0)),
         max_steps=settings.max_steps, metric=settings.metric, mode=settings.mode,
-        keep_checkpoints=False, reporter=reporter)
+        keep_checkpoints=False, reporter=reporter, trial_dir=trial_dir)
 
 
 def _first_run(settings: Any, user_config: dict[str, Any], paths: tuple[str, ...],
@@ -196,10 +170,13 @@ def _first_run(settings: Any, user_config: dict[str, Any], paths: tuple[str, ...
     """Import the objective, then run it until the reporter has enough: (the crash described,
     whether it crashed at import, whether it returned, seconds to import)."""
     try:
+        _route_ray_reports()
         resolve_objective(settings.objective, paths)
     except Exception as exc:
+        said = shadowing(paths, exc)
         cause = exc.__cause__ if exc.__cause__ is not None else exc
-        return describe_exception(cause, paths), True, False, time.perf_counter() - t0
+        described = "; ".join(said) if said else describe_exception(cause, paths)
+        return described, True, False, time.perf_counter() - t0
     import_s = time.perf_counter() - t0
     try:
         backend = settings.backend(settings.objective, paths, settings.metric,
@@ -209,19 +186,20 @@ def _first_run(settings: Any, user_config: dict[str, Any], paths: tuple[str, ...
     except _Enough:
         return None, False, False, import_s
     except Exception as exc:
+        explain_missing_file(exc, settings.workdir)
         return describe_exception(exc, paths), False, False, import_s
     return None, False, True, import_s
 
 
 def _warm_run(settings: Any, user_config: dict[str, Any], meta: Mapping[str, Any],
-              paths: tuple[str, ...]) -> float:
+              paths: tuple[str, ...], trial_dir: str) -> float:
     """Once more, warm (as a trial on Tune's reused actor runs), to its first report: times
     the objective's own per-trial setup apart from first-call caches (and the hook's time)."""
     assert _hook is not None
     hook_before = _hook.get("seconds", 0.0)
     warm_t0 = time.perf_counter()
     try:
-        set_current(_context(settings, meta, _stop))
+        set_current(_context(settings, meta, _stop, trial_dir))
         seed_trial()
         settings.backend(settings.objective, paths, settings.metric, settings.max_steps,
                          dict(settings.backend_options)).run(user_config)
@@ -256,7 +234,8 @@ def describe_exception(exc: BaseException, paths: Sequence[str]) -> str:
                 shown = str(Path(shown).resolve().relative_to(root))
                 break
         where = f" (at {shown}:{chosen.lineno})"
-    return f"{type(exc).__name__}: {exc}{where}"
+    notes = "".join(f"; {note}" for note in getattr(exc, "__notes__", ()))
+    return f"{type(exc).__name__}: {exc}{where}{notes}"
 
 
 def plain_metrics(metrics: Mapping[str, Any]) -> dict[str, Any]:

@@ -19,6 +19,25 @@ def trial_context() -> TrialContext:
     return current()
 
 
+def trial_dir() -> Path:
+    """The running trial's own output folder (in the study's results, one per trial): the
+    place for files the trial writes. The trial's working directory is the folder the study
+    was launched from, so relative paths read the user's data as ``python train.py`` would.
+    Under preflight: a temporary folder of its own. Outside a trial (``run_locally``, a
+    plain call): one temporary folder for this process."""
+    global _scratch
+    found = current().trial_dir
+    if found is None:
+        _scratch = _scratch or tempfile.mkdtemp(prefix="searchsvc-trial-")
+        found = _scratch
+    path = Path(found)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+_scratch: str | None = None  # trial_dir() outside a trial
+
+
 def max_steps(default: int) -> int:
     """The study's ``budget.max_steps``, or ``default`` outside a study."""
     return current().max_steps or default
@@ -93,13 +112,17 @@ def watch(model: Any, probe: Any = None, every: int | None = None,
     return dimensionality.watch(model, probe=probe, every=every, layers=layers)
 
 
-def data_loader(iterable: Iterable[T]) -> Iterable[T]:
+def data_loader(iterable: Iterable[T], *, workers: int | None = None) -> Iterable[T]:
     """Wrap the iterable a training loop takes its batches from (a torch ``DataLoader``, a
-    generator, a list): it yields the same items, and the trial's telemetry records the time
-    the loop waited in ``next()``, reported as ``data_wait_fraction`` of each step's time."""
+    generator, a list, a Ray Train prepared loader): it yields the same items, and the trial's
+    telemetry records the time the loop waited in ``next()``, reported as
+    ``data_wait_fraction`` of each step's time. Preflight times these same batches against the
+    step's compute (its ``input_pipeline`` check). ``workers``: the loader's worker processes
+    (default: the iterable's ``num_workers``, else 0; give it when a generator hides a
+    DataLoader), so that GPU packing leaves each trial its loader's CPUs."""
     from searchsvc.worker.telemetry import TimedLoader
 
-    return TimedLoader(iterable)
+    return TimedLoader(iterable, workers)
 
 
 def restore() -> dict[str, Any] | None:

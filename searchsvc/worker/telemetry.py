@@ -157,6 +157,7 @@ class Telemetry:
         self.first_batch_told = False
         self.waited_s = 0.0  # waiting in a data_loader's next() since the last step
         self.loader_used = False
+        self.loader_workers: int | None = None  # the data loader's worker processes
         # Blocked in the last report call: on a data-parallel trial's workers Ray Train's report
         # is a barrier, so a rank that waits there waited for a slower one.
         self.report_wait_s: float | None = None
@@ -194,6 +195,11 @@ class Telemetry:
         self.waited_s += seconds
         self.loader_used = True
 
+    def loader_started(self, workers: int) -> None:
+        """A data loader with ``workers`` worker processes began: the CPUs it keeps busy are
+        what packing must leave each trial (core/packing.py)."""
+        self.loader_workers = max(self.loader_workers or 0, workers)
+
     def reported(self, seconds: float) -> None:
         """The report call just made blocked for ``seconds``: the next step's time includes
         them, and its ``report_wait_s`` says how much of it was that wait."""
@@ -226,6 +232,8 @@ class Telemetry:
             working = working_time(out) or 0.0
             out["data_wait_fraction"] = min(self.waited_s / working, 1.0) if working > 0 \
                 else 0.0
+        if self.loader_workers is not None:
+            out["loader_workers"] = self.loader_workers
         if self.process is not None:
             try:
                 out["cpu_percent"] = self.process.cpu_percent(None)
@@ -257,17 +265,23 @@ class Telemetry:
 
 class TimedLoader:
     """An iterable that times how long each ``next()`` of the wrapped one takes and tells the
-    running trial's telemetry. ``len()`` and other attributes pass through."""
+    running trial's telemetry (and, under preflight, its input check). ``workers``: the
+    wrapped loader's worker processes (default: its ``num_workers``, else 0). ``len()`` and
+    other attributes pass through."""
 
-    def __init__(self, iterable: Iterable[Any]):
+    def __init__(self, iterable: Iterable[Any], workers: int | None = None):
         self.iterable = iterable
+        self.workers = (int(getattr(iterable, "num_workers", 0) or 0) if workers is None
+                        else int(workers))
 
     def __iter__(self) -> Iterator[Any]:
         from searchsvc.worker import preflight
         from searchsvc.worker.context import current
 
-        if preflight.active():
-            preflight.measure_loader(self.iterable)
+        telemetry = current().telemetry
+        if telemetry is not None:
+            telemetry.loader_started(self.workers)
+        preflight.loader_started(self.workers)
         asked = time.perf_counter()
         iterator = iter(self.iterable)  # a DataLoader starts its workers here: counted too
         while True:
@@ -282,8 +296,7 @@ class TimedLoader:
                 telemetry.batch_arrived(got)
             yield item
             done = time.perf_counter()
-            if preflight.active():
-                preflight.record_batch(got - asked, done - got, item)
+            preflight.record_batch(got - asked, done - got, item)
             asked = done
 
     def __len__(self) -> int:

@@ -12,14 +12,18 @@ from searchsvc.worker import dimensionality
 from searchsvc.worker.context import (
     DIMENSIONALITY_KEY,
     TELEMETRY_KEY,
+    TRIAL_KEY,
     TrialContext,
     current,
+    reporting_trial,
     seed_trial,
     set_current,
     split_config,
 )
 from searchsvc.worker.objective import give_objective
+from searchsvc.worker.shadowing import named_shadowing
 from searchsvc.worker.telemetry import Telemetry
+from searchsvc.worker.workdir import explain_missing_file, working_directory
 
 
 class TrialBackend(Protocol):
@@ -53,6 +57,9 @@ class TrialSettings:
     function: Callable[..., Any] | None = None
     # The study file's ``dimensionality`` section, which sdk.watch follows.
     dimensionality: tuple[tuple[str, Any], ...] = ()
+    # The folder the study was launched from: every trial's working directory where the node
+    # has it (worker/workdir.py); None: the folder Ray started the process in (uploaded code).
+    workdir: str | None = None
 
     def give(self) -> None:
         """Make this process resolve the study's objective to the given function, if any."""
@@ -62,28 +69,48 @@ class TrialSettings:
 
 def run_trial(config: dict[str, Any], settings: TrialSettings, *, rank: int | None = None,
               world_size: int = 1) -> None:
-    """Run one trial's objective in this process: its context (number, seed, budget and, on
-    a data-parallel trial's worker, its rank), seeds, telemetry, then the backend."""
+    """Run one trial's objective in this process, in the study's working directory
+    (:mod:`.workdir`): its context (number, seed, budget, output folder and, on a
+    data-parallel trial's worker, its rank), seeds, telemetry, then the backend."""
     user_config, meta = split_config(config)
+    number = int(meta.get("number", 0))
     settings.give()
+    trial_dir = meta.get("trial_dir") or _tune_trial_dir()
     telemetry = Telemetry(where=None if rank is None else _where(rank))
-    report_with_telemetry()
+    with named_shadowing(settings.search_paths):
+        report_with_telemetry()
     set_current(TrialContext(
-        study=settings.study, number=int(meta.get("number", 0)), seed=int(meta.get("seed", 0)),
+        study=settings.study, number=number, seed=int(meta.get("seed", 0)),
         max_steps=settings.max_steps, metric=settings.metric, mode=settings.mode,
         keep_checkpoints=settings.keep_checkpoints, telemetry=telemetry, rank=rank,
         world_size=world_size, dimensionality=dict(settings.dimensionality),
+        trial_dir=trial_dir,
     ))
     try:
-        backend = settings.backend(
-            settings.objective, settings.search_paths, settings.metric, settings.max_steps,
-            dict(settings.backend_options))
-        seed_trial()
-        backend.run(user_config)
+        with working_directory(settings.workdir):
+            backend = settings.backend(
+                settings.objective, settings.search_paths, settings.metric,
+                settings.max_steps, dict(settings.backend_options))
+            seed_trial()
+            try:
+                backend.run(user_config)
+            except BaseException as exc:
+                explain_missing_file(exc, settings.workdir)
+                raise
     finally:
         set_current(None)
-        dimensionality.close_all()
+        dimensionality.close_trial(number)
         telemetry.close()
+
+
+def _tune_trial_dir() -> str | None:
+    """The running Tune trial's own folder, where Ray Tune keeps its files."""
+    from ray import tune
+
+    try:
+        return str(tune.get_context().get_trial_dir())
+    except Exception:  # no Tune session (e.g. the objective run by hand)
+        return None
 
 
 def _where(rank: int) -> dict[str, Any]:
@@ -120,6 +147,7 @@ def _with_telemetry(original: Callable[..., Any]) -> Callable[..., Any]:
         measured = dimensionality.take()
         if measured:
             metrics = {**metrics, DIMENSIONALITY_KEY: measured}
+        metrics = {**metrics, TRIAL_KEY: reporting_trial()}
         started = time.perf_counter()
         try:
             return original(metrics, *args, **kwargs)

@@ -20,7 +20,7 @@ from searchsvc.analysis.dimensionality import (
     holm,
     study_dimensionality,
 )
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, Measurement, TrialRecord
+from searchsvc.core import Measurement, TrialRecord, TrialState
 
 Curve = Sequence[float | None] | Mapping[str, Sequence[float | None]]
 
@@ -49,7 +49,7 @@ def measurements(curve: Curve, *, steps: Sequence[int] | None = None, attempt: i
         for i, step in enumerate(steps))
 
 
-def trial(number: int, curve: Curve, *, best: float | None = 1.0, state: str = TRIAL_COMPLETED,
+def trial(number: int, curve: Curve, *, best: float | None = 1.0, state: str = TrialState.COMPLETED,
           repeat_of: int | None = None, attempts: int = 1,
           earlier: Sequence[Measurement] = (), **kwargs: Any) -> TrialRecord:
     return TrialRecord(
@@ -259,7 +259,7 @@ def test_seed_repeats_and_trials_without_a_result_are_left_out() -> None:
     # Repeats and a failed trial with a perfect relation would make n = 8 and predict.
     extra = [trial(10 + i, {"l0": [20.0 + i, 1.0, 1.0]}, best=2.0 + i, repeat_of=0)
              for i in range(2)]
-    failed = trial(20, {"l0": [30.0, 1.0, 1.0]}, best=5.0, state=TRIAL_FAILED)
+    failed = trial(20, {"l0": [30.0, 1.0, 1.0]}, best=5.0, state=TrialState.FAILED)
     signal = analyse([*search, *extra, failed]).as_dict()["early_signal"]
     assert signal["n"] == 5 and signal["predicts"] is False
     assert signal["reason"] == "too few search trials with a result (n=5; at least 6 needed)"
@@ -374,10 +374,10 @@ def test_a_running_trial_is_collapsed_only_after_its_early_window() -> None:
 
 def test_rungs_leave_out_trials_stopped_for_a_collapsed_layer() -> None:
     from searchsvc.analysis.schedulers import rungs
-    from searchsvc.core import EVENT_STOPPED_EARLY, TRIAL_PRUNED, TrialEvent
+    from searchsvc.core import EventKind, TrialEvent, TrialState
 
-    pruned = [TrialRecord(id=n, study_id=0, number=n, state=TRIAL_PRUNED, config={}, arm={},
+    pruned = [TrialRecord(id=n, study_id=0, number=n, state=TrialState.PRUNED, config={}, arm={},
                           seed=n, last_step=step) for n, step in ((0, 3), (1, 5))]
-    events = [TrialEvent(0, EVENT_STOPPED_EARLY, 3, {"rung": 3}),
-              TrialEvent(1, EVENT_STOPPED_EARLY, 5, {"reason": "collapsed", "layer": "fc"})]
+    events = [TrialEvent(0, EventKind.STOPPED_EARLY, 3, {"rung": 3}),
+              TrialEvent(1, EventKind.STOPPED_EARLY, 5, {"reason": "collapsed", "layer": "fc"})]
     assert [(r.step, r.stopped) for r in rungs(pruned, events)] == [(3, (0,))]

@@ -12,7 +12,7 @@ import pytest
 
 from searchsvc.analysis.isolation import METHOD_PROXY, VERDICT_WITHIN_NOISE
 from searchsvc.analysis.noise import METHOD_TUKEY, estimate_noise
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE, TrialRecord
+from searchsvc.core import TrialRecord, TrialState
 from searchsvc.testing.planted import SIGMA, differs_rates, rates_table, simulate
 
 STUDIES = 200
@@ -70,7 +70,7 @@ def test_points_carry_means_intervals_and_repeat_counts_and_within_noise_says_wh
     assert all(p.mean is None for p in proxy.points)
 
 
-def _repeat(number: int, of: int, value: float, arm: str, state: str = TRIAL_COMPLETED
+def _repeat(number: int, of: int, value: float, arm: str, state: str = TrialState.COMPLETED
             ) -> TrialRecord:
     return TrialRecord(id=number, study_id=1, number=number, state=state,
                        config={"variant": arm, "x": 0.5}, arm={"variant": arm}, seed=number,
@@ -81,7 +81,7 @@ def test_arms_with_different_noise_are_judged_on_their_own_noise() -> None:
     rng = random.Random(0)
     trials = [_repeat(100 + i, 0, 1.0 + rng.gauss(0, 0.01), "a") for i in range(8)]
     trials += [_repeat(200 + i, 1, 1.0 + rng.gauss(0, 0.5), "b") for i in range(8)]
-    trials.append(_repeat(300, 1, math.nan, "b", TRIAL_INFEASIBLE))
+    trials.append(_repeat(300, 1, math.nan, "b", TrialState.INFEASIBLE))
     noise = estimate_noise(trials)
     assert noise is not None and noise.unequal and noise.failed_repeats == 1
     quiet, loud = (noise.arm_sigma(f"variant={v}") for v in "ab")
@@ -94,15 +94,15 @@ def test_no_estimate_without_two_finished_repeats_of_one_config() -> None:
 
 def test_the_best_trials_are_the_searchs_not_a_lucky_repeat() -> None:
     from searchsvc.analysis import summarize
-    from searchsvc.core import STUDY_COMPLETED, StudyRecord
+    from searchsvc.core import StudyRecord, StudyState
 
-    study = StudyRecord(id=1, name="s", state=STUDY_COMPLETED, metric="loss", mode="min",
+    study = StudyRecord(id=1, name="s", state=StudyState.COMPLETED, metric="loss", mode="min",
                         searcher="random", spec_text="", spec_file="s.yaml", created_at=0.0)
     trials = [_repeat(0, 0, 0.5, "a"), _repeat(1, 0, 0.1, "a")]
-    trials[0] = TrialRecord(id=0, study_id=1, number=0, state=TRIAL_COMPLETED,
+    trials[0] = TrialRecord(id=0, study_id=1, number=0, state=TrialState.COMPLETED,
                             config={"variant": "a", "x": 0.5}, arm={"variant": "a"}, seed=0,
                             best_value=0.5)
     summary = summarize(study, trials)
     assert [t.number for t in summary.best_trials] == [0]  # repeat 1 (0.1) is not a new best
-    assert summary.counts[TRIAL_COMPLETED] == 1  # the search's trials; the repeat apart
-    assert summary.repeat_counts == {TRIAL_COMPLETED: 1}
+    assert summary.counts[TrialState.COMPLETED] == 1  # the search's trials; the repeat apart
+    assert summary.repeat_counts == {TrialState.COMPLETED: 1}

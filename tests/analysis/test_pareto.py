@@ -15,7 +15,7 @@ from searchsvc.analysis.pareto import (
     hypervolume,
     pareto_front,
 )
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, Objective, TrialRecord, TrialState
+from searchsvc.core import Objective, TrialRecord, TrialState
 from searchsvc.spec import parse_spec
 
 MIN_MAX = (Objective("error", "min"), Objective("speed", "max"))
@@ -66,7 +66,7 @@ parameters:
 """
 
 
-def trial(number: int, final: dict[str, float], state: TrialState = TRIAL_COMPLETED,
+def trial(number: int, final: dict[str, float], state: TrialState = TrialState.COMPLETED,
           x: float = 0.5) -> TrialRecord:
     width = 1 + number % 2
     return TrialRecord(id=number, study_id=1, number=number, state=state,
@@ -110,7 +110,7 @@ def test_each_arm_has_its_own_front_and_the_hypervolume_only_grows() -> None:
     rng = random.Random(1)
     trials = [trial(n, {"error": rng.random(), "speed": rng.random(), "memory_mb": 1,
                         "latency_ms": 5}) for n in range(40)]
-    trials.append(trial(40, {"error": 0.0}, TRIAL_FAILED))  # no speed: not a point
+    trials.append(trial(40, {"error": 0.0}, TrialState.FAILED))  # no speed: not a point
     found = analyze_objectives(spec, trials, 0.2)
     assert found is not None and 40 not in {p.number for p in found.points}
     for arm, numbers in found.arm_fronts.items():

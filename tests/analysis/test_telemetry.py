@@ -4,27 +4,30 @@ searchsvc/analysis/telemetry.py)."""
 
 from __future__ import annotations
 
+import json
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from searchsvc.analysis.telemetry import (
     INPUT_BOUND_FRACTION,
-    is_out_of_memory,
+    TrialTelemetry,
+    gpu_diagnoses,
     oom_culprits,
     oom_error,
-    packing,
     study_telemetry,
     trial_telemetry,
 )
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_INFEASIBLE, Measurement, TrialRecord
+from searchsvc.core import Measurement, TrialRecord, TrialState
+from searchsvc.core.failures import is_out_of_memory
 from searchsvc.spec import parse_spec
 
 GIB = 1024.0
 
 
-def trial(number: int, steps: list[dict[str, Any]], state: str = TRIAL_COMPLETED,
+def trial(number: int, steps: list[dict[str, Any]], state: str = TrialState.COMPLETED,
           error: str | None = None, duration_s: float = 3600.0) -> TrialRecord:
     return TrialRecord(
         id=number + 1, study_id=1, number=number, state=state,  # type: ignore[arg-type]
@@ -87,17 +90,44 @@ def test_gpu_hours_are_durations_times_the_gpus_each_trial_holds() -> None:
     assert study_telemetry(trials, gpu_per_trial=2).gpu_hours == pytest.approx(4.0)
 
 
-@pytest.mark.parametrize(("util", "peak", "gpu", "expected"), [
-    (20, 9.8, 1, 4),  # 8 x 9.8 x 1.2 = 94 GiB > 80; 4 x 9.8 x 1.2 = 47 GiB fits
-    (20, 2.0, 1, 4),  # memory allows 8 but 8 x 20% > 100%
-    (10, 2.0, 1, 8),
-    (40, 30.0, 1, 2),  # 2 x 30 x 1.2 = 72 GiB fits and 2 x 40% = 80%
-    (45, 40.0, 1, None),  # 2 x 40 x 1.2 = 96 GiB > 80
-    (20, 9.8, 0.25, None),  # already 4 per GPU; 8 do not fit
-    (10, 4.0, 0.5, 8),  # 2 per GPU today at 10%: 8 would make 40%
-])
-def test_the_packing_rule(util: float, peak: float, gpu: float, expected: int | None) -> None:
-    assert packing(util, peak * GIB, 80 * GIB, gpu) == expected
+def test_input_bound_trials_are_told_to_fix_the_input_not_to_pack() -> None:
+    """One GPU verdict: trials starved of data leave the GPU idle, and packing more of them
+    onto it would only share the same CPUs further."""
+    starved = [trial(n, [gpu_step(20, 2.0) | {"data_wait_s": 0.35, "loader_workers": 2}])
+               for n in range(3)]
+    [diagnosis] = study_telemetry(starved, gpu_per_trial=1, cpu_per_trial=3).diagnoses
+    assert diagnosis.kind == "input_bound" and diagnosis.trials == (0, 1, 2)
+    assert "Fix the input first" in diagnosis.detail
+    assert "more DataLoader workers (it used 2)" in diagnosis.detail
+    assert "more CPUs per trial (resources.cpu is 3)" in diagnosis.detail
+    assert "resources.gpu:" not in diagnosis.detail
+
+
+def test_the_h100_study_gets_the_input_advice_and_no_packing_advice() -> None:
+    """The telemetry of a real study on an H100 (tests/analysis/fixtures): 4 trials waited for
+    data over half their step, the GPU about a fifth busy. Its report had advised both more
+    loader workers and 8 trials per GPU; now it advises the input only."""
+    fixture = json.loads((Path(__file__).parent / "fixtures" / "h100_input_bound.json")
+                         .read_text())
+    summaries = [TrialTelemetry(**{**t, "rank_step_time_s": None}) for t in fixture["trials"]]
+    resources = fixture["resources"]
+    diagnoses = gpu_diagnoses(summaries, resources["gpu"], resources["cpu"])
+    assert [d.kind for d in diagnoses] == ["input_bound"]
+    assert diagnoses[0].trials == (4, 5, 6, 7)
+    assert "Fix the input first" in diagnoses[0].detail
+    assert "resources.cpu is 4" in diagnoses[0].detail
+    assert not any("resources.gpu:" in d.detail for d in diagnoses)
+
+
+def test_packing_advice_keeps_each_trial_its_loaders_cpus() -> None:
+    # 16 CPUs on a whole GPU, 10% busy, 1 GiB: 8 would fit the GPU, but a loader of 3
+    # workers + the loop needs 4 CPUs, so 4 trials of 4 CPUs each.
+    trials = [trial(n, [gpu_step(10, 1.0) | {"data_wait_s": 0.05, "loader_workers": 3}])
+              for n in range(2)]
+    [diagnosis] = study_telemetry(trials, gpu_per_trial=1, cpu_per_trial=16).diagnoses
+    assert diagnosis.kind == "underused_gpu"
+    assert "resources.gpu: 0.25 and resources.cpu: 4 would fit 4 trials" in diagnosis.detail
+    assert (diagnosis.data["suggested_gpu"], diagnosis.data["suggested_cpu"]) == (0.25, 4.0)
 
 
 def test_under_used_gpus_name_the_packing_that_fits() -> None:
@@ -146,8 +176,8 @@ def test_out_of_memory_names_the_values_highest_in_their_ranges() -> None:
 def test_out_of_memory_trials_are_diagnosed_and_other_failures_are_not() -> None:
     spec = parse_spec(SPEC)
     error = oom_error(TORCH_OOM, {"batch_size": 512}, spec.parameters.values())
-    trials = [trial(0, [], TRIAL_INFEASIBLE, error), trial(1, [], TRIAL_FAILED, "boom"),
-              trial(2, [], TRIAL_INFEASIBLE, "loss became non-finite at step 2")]
+    trials = [trial(0, [], TrialState.INFEASIBLE, error), trial(1, [], TrialState.FAILED, "boom"),
+              trial(2, [], TrialState.INFEASIBLE, "loss became non-finite at step 2")]
     [diagnosis] = study_telemetry(trials, gpu_per_trial=1).diagnoses
     assert diagnosis.kind == "out_of_memory" and diagnosis.trials == (0,)
     assert "trial 0: most likely from batch_size=512" in diagnosis.detail

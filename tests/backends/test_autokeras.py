@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from objectives.autokeras_tabular import breast_cancer_csv
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
+from searchsvc.searchers import create_searcher
 from searchsvc.store import SqlStore
 from searchsvc.usecases import validate as validate_file
 
@@ -25,13 +26,14 @@ def test_an_autokeras_search_stores_every_trial_and_exports_a_working_best_model
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     spec = validate_file(ROOT / "spaces" / "autokeras_tabular.yaml")
     options = RunOptions(live_progress=False, results_root=tmp_path / "results")
-    create_study(spec, store, options)
-    outcome = run_study(spec.name, store, options)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    outcome = run_study(spec.name, store, options, searcher=searcher)
     assert outcome.study.state == "completed"
 
     trials = store.get_trials("autokeras_tabular", measurements=True)
     assert [t.number for t in trials] == [0, 1, 2]
-    assert [t.state for t in trials] == [TRIAL_COMPLETED] * 3
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * 3
     for t in trials:
         # its architecture and hyperparameter choices are its config
         assert any(k.startswith("structured_data_block_1/") for k in t.config)

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_PRUNED
+from searchsvc.core import TrialState
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
+from searchsvc.searchers import create_searcher
 from searchsvc.spec import parse_spec
 from searchsvc.store import SqlStore, Store
 from searchsvc.usecases import validate_text
@@ -28,8 +29,9 @@ SECTIONS = ("findings", "best", "boundaries", "isolation", "axes", "curves", "ne
 def run(text: str, store: Store) -> None:
     spec = validate_text(text, file=str(SPACE))
     options = RunOptions(live_progress=False)
-    create_study(spec, store, options)
-    run_study(spec.name, store, options)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    run_study(spec.name, store, options, searcher=searcher)
 
 
 def test_a_keras_tuner_hypermodel_runs_as_a_quasi_random_study_with_the_full_report(
@@ -37,7 +39,8 @@ def test_a_keras_tuner_hypermodel_runs_as_a_quasi_random_study_with_the_full_rep
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     run(SPACE.read_text(), store)
     trials = store.get_trials("keras_digits", measurements=True)
-    assert [t.state for t in trials] == [TRIAL_COMPLETED] * (8 + 4)  # search, 2 x 1 x 2 repeats
+    # search, 2 x 1 x 2 repeats
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * (8 + 4)
     assert [t.repeat_of is not None for t in trials] == [False] * 8 + [True] * 4
     for t in trials:
         assert [m.step for m in t.measurements] == [1, 2, 3, 4]  # every epoch reported
@@ -65,8 +68,8 @@ def test_asha_stops_keras_trials_between_epochs(ray_local, tmp_path: Path) -> No
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     run(text, store)
     trials = store.get_trials("keras_asha", measurements=True)
-    assert {t.state for t in trials} <= {TRIAL_COMPLETED, TRIAL_PRUNED}
-    pruned = [t for t in trials if t.state == TRIAL_PRUNED]
+    assert {t.state for t in trials} <= {TrialState.COMPLETED, TrialState.PRUNED}
+    pruned = [t for t in trials if t.state == TrialState.PRUNED]
     assert pruned and all(t.last_step < 4 for t in pruned)
     assert all(len(t.measurements) == t.last_step for t in trials)
 
@@ -95,15 +98,15 @@ def test_values_outside_the_hypermodels_space_fail_their_trial_with_the_paramete
     run(GRID.format(name="keras_bad", extra="  lr: {values: [0.01, 0.5]}\n"), store)
     assert store.get_study("keras_bad").state == "completed"
     ok, bad = sorted(store.get_trials("keras_bad"), key=lambda t: t.config["lr"])
-    assert ok.state == TRIAL_COMPLETED
-    assert bad.state == TRIAL_FAILED
+    assert ok.state == TrialState.COMPLETED
+    assert bad.state == TrialState.FAILED
     assert "hyperparameter 'lr' = 0.5 is outside the hypermodel's range [0.0001, 0.1]" in (
         bad.error)
 
     run(GRID.format(name="keras_unknown", extra="  lr: {values: [0.01]}\n"
                     "  momentum: {value: 0.9}\n"), store)
     [unknown] = store.get_trials("keras_unknown")
-    assert unknown.state == TRIAL_FAILED
+    assert unknown.state == TrialState.FAILED
     assert "hyperparameter 'momentum' = 0.9: the hypermodel declares no such" in unknown.error
 
 

@@ -29,6 +29,9 @@ def train(config):
     start = restored["step"] if restored else 0
     weight = restored["weight"] if restored else torch.zeros(1)
     folder = Path(config["folder"])
+    # Every rank runs in the folder of this module (beside its study file), as a trial does.
+    here = torch.tensor([float(Path.cwd() == folder)])
+    dist.all_reduce(here, op=dist.ReduceOp.MIN)
     for step in range(start + 1, sdk.max_steps(4) + 1):
         if rank == 1 and step == 3 and not (folder / "killed").exists():
             (folder / "rank1.pid").write_text(str(os.getpid()))
@@ -39,5 +42,6 @@ def train(config):
         total = weight.clone()
         dist.all_reduce(total)
         sdk.report({"loss": 1.0 / step, "ranks_agree": agree, "world": float(world),
-                    "restored_from": float(start), "reduced": float(total.item())},
+                    "restored_from": float(start), "reduced": float(total.item()),
+                    "ranks_in_folder": float(here.item())},
                    state=lambda step=step, weight=weight: {"step": step, "weight": weight})

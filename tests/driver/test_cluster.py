@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from searchsvc.core import EVENT_RETRIED, EVENT_STOPPED_EARLY, TRIAL_COMPLETED, TRIAL_PRUNED
+from searchsvc.core import EventKind, TrialState
 from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
 from tests.driver.loopback import LoopbackCluster
@@ -140,7 +140,7 @@ def test_trials_run_on_the_worker_nodes_of_a_cluster_attached_with_address(
     done = searchsvc(cluster, "run", str(path), "--address", cluster.address, "--storage", db)
     assert done.returncode == 0, done.stdout + done.stderr
     trials = SqlStore(db).get_trials("attached", measurements=True)
-    assert [t.state for t in trials] == [TRIAL_COMPLETED] * 4
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * 4
     nodes = set()
     for t in trials:
         reported = t.measurements[-1].metrics
@@ -177,7 +177,7 @@ def test_half_gpu_trials_pack_two_to_a_gpu_and_never_more(cluster: LoopbackClust
     done = searchsvc(cluster, "run", str(path), "--address", cluster.address, "--storage", db)
     assert done.returncode == 0, done.stdout + done.stderr
     trials = SqlStore(db).get_trials("packed", measurements=True)
-    assert [t.state for t in trials] == [TRIAL_COMPLETED] * 8
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * 8
     spans = []
     for t in trials:
         last = t.measurements[-1].metrics
@@ -211,6 +211,7 @@ def test_a_worker_node_lost_mid_study_costs_no_trial(small_cluster: LoopbackClus
         parameters:
           x: {low: 0.1, high: 1.0}
           steps: {value: 4}
+          sleep: {value: 1.5}
         """)
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     env = dict(small_cluster.env, PYTHONPATH=str(ROOT))
@@ -219,8 +220,10 @@ def test_a_worker_node_lost_mid_study_costs_no_trial(small_cluster: LoopbackClus
          small_cluster.address, "--storage", db, "--no-preflight"], env=env, cwd=ROOT,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     store = SqlStore(db)
-    deadline = time.time() + 120
-    while time.time() < deadline:  # kill a node while two trials run, one on it
+    # Kill a node while two trials run, one on it (the head runs none). Each trial takes 6 s
+    # or more, so the moment cannot pass between two looks even on a busy machine.
+    deadline, running = time.time() + 240, []
+    while time.time() < deadline and driver.poll() is None:
         try:
             running = [t for t in store.get_trials("node_loss") if t.state == "running"]
         except Exception:  # the study is not created yet
@@ -228,15 +231,16 @@ def test_a_worker_node_lost_mid_study_costs_no_trial(small_cluster: LoopbackClus
         if len(running) == 2 and all(t.node for t in running):
             break
         time.sleep(0.2)
+    assert len(running) == 2, "the study never ran two trials at once"
     small_cluster.kill(doomed)
     output, _ = driver.communicate(timeout=300)
     assert driver.returncode == 0, output
     trials = store.get_trials("node_loss", measurements=True)
     assert sorted(t.number for t in trials) == list(range(6))
-    assert [t.state for t in trials] == [TRIAL_COMPLETED] * 6
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * 6
     assert all(t.attempts == 1 for t in trials)  # retried inside the run, never run twice
     assert all([m.step for m in t.measurements] == [1, 2, 3, 4] for t in trials)
-    retried = store.get_events("node_loss", kind=EVENT_RETRIED)
+    retried = store.get_events("node_loss", kind=EventKind.RETRIED)
     assert retried, "a trial on the lost node should have been retried"
     survivors = {t.measurements[-1].metrics["node"] for t in trials
                  if t.number in {e.number for e in retried}}
@@ -284,9 +288,9 @@ def test_a_data_parallel_trial_spans_both_nodes_names_its_straggler_and_stops_wh
     store = SqlStore(db)
     first, second = store.get_trials("ddp_nodes", measurements=True)
     # Trial 1 is worse than trial 0 at ASHA's first rung: stopped there, all its workers too.
-    assert first.state == TRIAL_COMPLETED and [m.step for m in first.measurements] == [1, 2, 3]
-    assert second.state == TRIAL_PRUNED and [m.step for m in second.measurements] == [1]
-    [stop] = store.get_events("ddp_nodes", kind=EVENT_STOPPED_EARLY)
+    assert first.state == TrialState.COMPLETED and [m.step for m in first.measurements] == [1, 2, 3]
+    assert second.state == TrialState.PRUNED and [m.step for m in second.measurements] == [1]
+    [stop] = store.get_events("ddp_nodes", kind=EventKind.STOPPED_EARLY)
     assert stop.number == 1
     deadline = time.monotonic() + 60  # an aborted run's workers take a moment to exit
     while (left := _train_workers(cluster)) and time.monotonic() < deadline:

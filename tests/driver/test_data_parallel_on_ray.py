@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from searchsvc import usecases
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
+from searchsvc.searchers import create_searcher
 from searchsvc.store import SqlStore
 from searchsvc.usecases import validate_text
 
@@ -38,8 +39,9 @@ def run(tmp_path: Path, text: str, file: str, preflight: bool = False
     if preflight:  # then the study, in the same Ray session, as `searchsvc run` does
         outcome = usecases.run(spec, store, options, preflight=True).outcome
     else:
-        create_study(spec, store, options)
-        outcome = run_study(spec.name, store, options)
+        searcher = create_searcher(spec)
+        create_study(spec, store, options, searcher=searcher)
+        outcome = run_study(spec.name, store, options, searcher=searcher)
     assert outcome.study.state == "completed", outcome
     return store, spec.name
 
@@ -77,7 +79,7 @@ def test_a_ray_train_docs_function_runs_unchanged_on_two_workers(ray_local,
         "notes"]
     assert checked["timing"]["setup_s"] > checked["timing"]["step_s"]  # starting the workers
     trials = store.get_trials(name, measurements=True)
-    assert [t.state for t in trials] == [TRIAL_COMPLETED]
+    assert [t.state for t in trials] == [TrialState.COMPLETED]
     for t in trials:
         assert [m.step for m in t.measurements] == [1, 2]
         for m in t.measurements:
@@ -150,12 +152,12 @@ def test_an_sdk_objective_gets_its_trial_on_every_rank_and_survives_a_dead_worke
     killer.join(timeout=5)
     assert (tmp_path / "killed").exists(), "rank 1 was to be killed at step 3"
     [trial] = store.get_trials(name, measurements=True)
-    assert trial.state == TRIAL_COMPLETED, trial.error
+    assert trial.state == TrialState.COMPLETED, trial.error
     # Steps 1-4 once each: the retry resumed every rank from step 2's checkpoint.
     assert [m.step for m in trial.measurements] == [1, 2, 3, 4]
     assert [m.metrics["restored_from"] for m in trial.measurements] == [0.0, 0.0, 2.0, 2.0]
     assert all(m.metrics["ranks_agree"] == 1.0 and m.metrics["world"] == 2.0
-               for m in trial.measurements)
+               and m.metrics["ranks_in_folder"] == 1.0 for m in trial.measurements)
     # Both ranks restored the same weight: the all-reduced sum is twice rank 0's.
     assert [m.metrics["reduced"] for m in trial.measurements] == [2.0, 4.0, 6.0, 8.0]
     assert [e.kind for e in store.get_events(name)] == ["retried"]

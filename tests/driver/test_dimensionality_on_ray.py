@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from searchsvc import usecases
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.driver import RunOptions
 from searchsvc.store import open_store
 from tests.killed import kill_and_resume
@@ -149,7 +149,7 @@ def test_a_one_unit_bottleneck_is_flagged_low_and_wide_ones_are_not(bottleneck) 
     one = next(n for n, w in width.items() if w == 1)
     assert {(one, "enc"), (one, "hidden")} <= low
     wide = {n for n, w in width.items() if w >= 6}
-    assert not {n for n, _ in low} & wide
+    assert not {n for n, _ in low} & wide, (sorted(low), bottleneck["report"]["dimensionality"])
     last = {t["number"]: t["layers"]["enc"]["last"]
             for t in bottleneck["report"]["dimensionality"]["trials"]}
     assert last[one] == pytest.approx(1.0, abs=1e-6)
@@ -177,7 +177,7 @@ def test_trials_csv_and_the_html_show_each_trials_dimensionality(bottleneck) -> 
 
 def test_a_ray_native_study_killed_and_resumed_keeps_every_measurement(collapsing) -> None:
     trials = collapsing["trials"]
-    assert len(trials) == 6 and all(t.state == TRIAL_COMPLETED for t in trials)
+    assert len(trials) == 6 and all(t.state == TrialState.COMPLETED for t in trials)
     assert any(t.attempts == 2 for t in trials)  # the one the kill interrupted
     for t in trials:
         latest = [m for m in t.measurements if m.attempt == t.attempts]

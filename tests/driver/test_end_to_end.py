@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_INFEASIBLE, TRIAL_INTERRUPTED
+from searchsvc.core import TrialState
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
+from searchsvc.searchers import create_searcher
 from searchsvc.store import SqlStore, Store
 from searchsvc.usecases import validate as validate_file
 
@@ -22,8 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def run_file(path: Path, store: Store):
     spec = validate_file(path)
     options = RunOptions(live_progress=False)
-    create_study(spec, store, options)
-    return run_study(spec.name, store, options)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    return run_study(spec.name, store, options, searcher=searcher)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:
@@ -53,7 +55,7 @@ def test_every_trial_and_every_step_is_stored(ray_local, tmp_path: Path) -> None
     assert outcome.study.state == "completed" and outcome.finished == 12
     trials = store.get_trials("toy", measurements=True)
     assert sorted(t.number for t in trials) == list(range(12))
-    assert all(t.state == TRIAL_COMPLETED for t in trials)
+    assert all(t.state == TrialState.COMPLETED for t in trials)
     for t in trials:
         assert [m.step for m in t.measurements] == list(range(1, 8))
         assert {"train_loss", "val_loss", "val_error"} <= set(t.measurements[0].metrics)
@@ -112,16 +114,16 @@ def test_crashing_nan_and_silent_objectives_are_recorded_and_the_study_completes
     outcome = run_file(path, store)
     assert outcome.study.state == "completed"
     by_kind = {t.config["kind"]: t for t in store.get_trials("faulty", measurements=True)}
-    assert by_kind["ok"].state == TRIAL_COMPLETED
+    assert by_kind["ok"].state == TrialState.COMPLETED
     assert by_kind["ok"].best_value == pytest.approx(1 / 3)
     crash = by_kind["crash"]
-    assert crash.state == TRIAL_FAILED and "boom at step 1" in (crash.error or "")
+    assert crash.state == TrialState.FAILED and "boom at step 1" in (crash.error or "")
     assert [m.step for m in crash.measurements] == [1]  # reported before the crash: kept
     nan = by_kind["nan"]
-    assert nan.state == TRIAL_INFEASIBLE and "non-finite at step 2" in (nan.error or "")
+    assert nan.state == TrialState.INFEASIBLE and "non-finite at step 2" in (nan.error or "")
     assert nan.last_step == 2  # stopped as soon as it diverged
     silent = by_kind["silent"]
-    assert silent.state == TRIAL_FAILED
+    assert silent.state == TrialState.FAILED
     assert "without reporting the metric 'loss'" in (silent.error or "")
 
 
@@ -199,19 +201,20 @@ def test_the_time_limit_stops_the_study_resumably_with_every_result_kept(ray_loc
     assert outcome.reason == "time limit reached"
     assert outcome.study.state == "interrupted"  # resumable, not failed or completed
     trials = store.get_trials("limited", measurements=True)
-    completed = [t for t in trials if t.state == TRIAL_COMPLETED]
+    completed = [t for t in trials if t.state == TrialState.COMPLETED]
     assert len(completed) == 3
-    assert all(t.state in (TRIAL_COMPLETED, TRIAL_INTERRUPTED) for t in trials)
+    assert all(t.state in (TrialState.COMPLETED, TrialState.INTERRUPTED) for t in trials)
     for t in completed:
         assert [m.step for m in t.measurements] == [1, 2, 3]
     # Resuming goes on where it stopped (under a new time limit): finished trials stay as
     # they were and none runs twice.
     (gate / "ALLOWED").write_text("6")  # three more slots for the resumed run
-    again = run_study("limited", store, RunOptions(live_progress=False))
+    again = run_study("limited", store, RunOptions(live_progress=False),
+                      searcher=create_searcher(validate_file(path)))  # a resume's: fresh
     assert again.reason == "time limit reached"
     after = {t.number: t for t in store.get_trials("limited", measurements=True)}
     assert {t.number for t in completed} < {n for n, t in after.items()
-                                           if t.state == TRIAL_COMPLETED}
+                                           if t.state == TrialState.COMPLETED}
     for t in completed:
         assert after[t.number].measurements == t.measurements
         assert after[t.number].attempts == t.attempts

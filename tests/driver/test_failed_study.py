@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from searchsvc.cli import app
-from searchsvc.core import STUDY_FAILED, TRIAL_FAILED
+from searchsvc.core import StudyState, TrialState
 from searchsvc.store import SqlStore
 
 pytestmark = pytest.mark.slow
@@ -44,6 +44,6 @@ def test_a_study_whose_trials_all_fail_ends_failed_and_run_exits_1(ray_local,
     assert "resume" not in summary
     store = SqlStore(url)
     study = store.get_study("doomed")
-    assert study.state == STUDY_FAILED and study.best_value is None
+    assert study.state == StudyState.FAILED and study.best_value is None
     assert "no trial produced a usable result" in study.provenance["failure"]
-    assert [t.state for t in store.get_trials("doomed")] == [TRIAL_FAILED] * 2
+    assert [t.state for t in store.get_trials("doomed")] == [TrialState.FAILED] * 2

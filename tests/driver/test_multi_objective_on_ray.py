@@ -16,6 +16,7 @@ import pytest
 from searchsvc.cli import run_summary
 from searchsvc.driver import RunOptions, RunOutcome, create_study, run_study
 from searchsvc.reporting import write_report
+from searchsvc.searchers import create_searcher
 from searchsvc.store import SqlStore
 from searchsvc.usecases import validate as validate_file
 from tests.browser import launch, screenshot_dir, watched_page
@@ -51,8 +52,9 @@ def test_a_constrained_two_objective_study_reports_its_front(ray_local, tmp_path
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     spec = validate_file(path)
     options = RunOptions(live_progress=False)
-    create_study(spec, store, options)
-    run_study(spec.name, store, options)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    run_study(spec.name, store, options, searcher=searcher)
 
     trials = store.get_trials("zdt")
     assert len(trials) == 14 and all({"f1", "f2", "memory_mb"} <= set(t.final_metrics)

@@ -15,6 +15,7 @@ import pytest
 from objectives.synthetic import playbook_best_lr
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
+from searchsvc.searchers import create_searcher
 from searchsvc.store import SqlStore, Store
 from searchsvc.usecases import validate as validate_file
 
@@ -25,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def run(path: Path, store: Store) -> None:
     spec = validate_file(path)
     options = RunOptions(live_progress=False)
-    create_study(spec, store, options)
-    run_study(spec.name, store, options)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    run_study(spec.name, store, options, searcher=searcher)
 
 
 def test_next_study_moves_the_best_trial_off_the_edge(ray_local, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from objectives.synthetic import NOISY_SIGMA
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.store import SqlStore, Store
 from tests.driver.test_resume import searchsvc
 
@@ -43,7 +43,7 @@ def completed_repeats(store: Store) -> int:
         trials = store.get_trials("noisy")
     except Exception:
         return 0
-    return sum(t.repeat_of is not None and t.state == TRIAL_COMPLETED for t in trials)
+    return sum(t.repeat_of is not None and t.state == TrialState.COMPLETED for t in trials)
 
 
 def test_repeats_are_linked_survive_a_killed_driver_and_decide_the_verdict(tmp_path: Path
@@ -74,7 +74,7 @@ def test_repeats_are_linked_survive_a_killed_driver_and_decide_the_verdict(tmp_p
 
     after = {t.number: t for t in store.get_trials("noisy", measurements=True)}
     assert sorted(after) == list(range(SEARCH + REPEATS))  # no slot twice, none missing
-    assert all(t.state == TRIAL_COMPLETED for t in after.values())
+    assert all(t.state == TrialState.COMPLETED for t in after.values())
     for number, old in before.items():  # finished before the kill: kept, not re-run
         assert (after[number].attempts, after[number].finished_at) == (1, old.finished_at)
     search = [after[n] for n in range(SEARCH)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from searchsvc.backends.base import SearchedTrial
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_INFEASIBLE
+from searchsvc.core import TrialState
 from searchsvc.core.judging import best_trial, trial_outcome
 from searchsvc.driver.own_search import _store_trial, searched_trial_end
 from searchsvc.driver.progress import Progress
@@ -45,8 +45,9 @@ def test_an_own_search_trial_is_judged_like_a_ray_trial() -> None:
     for trial in searched:
         _store_trial(spec, study, store, progress, trial, "here")
     stored = store.get_trials(spec.name)
-    assert [t.state for t in stored] == [TRIAL_COMPLETED, TRIAL_INFEASIBLE, TRIAL_INFEASIBLE,
-                                         TRIAL_FAILED, TRIAL_FAILED]
+    assert [t.state for t in stored] == [TrialState.COMPLETED, TrialState.INFEASIBLE,
+                                         TrialState.INFEASIBLE, TrialState.FAILED,
+                                         TrialState.FAILED]
     assert stored[1].error == "outside the constraint params_k <= 100: params_k = 900"
     assert stored[2].error == "val_accuracy became non-finite at step 2"
     assert "without reporting the metric 'val_accuracy' (it reported: loss)" in (

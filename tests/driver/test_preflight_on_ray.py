@@ -15,11 +15,19 @@ import pytest
 from searchsvc import usecases
 from searchsvc.cli import main
 from searchsvc.driver import RunOptions
-from searchsvc.driver.preflight import PreflightError, run_preflight
+from searchsvc.driver.preflight import PreflightError, PreflightResult, run_preflight
+from searchsvc.searchers import create_searcher
 from searchsvc.store import open_store
 from searchsvc.usecases import validate as validate_file
 
 pytestmark = pytest.mark.slow
+
+
+def preflight_file(path: Path) -> PreflightResult:
+    """Preflight of the study file at ``path``, with the searcher its use case makes."""
+    spec = validate_file(path)
+    return run_preflight(spec, searcher=create_searcher(spec))
+
 
 STUDY = """\
 study: {name}
@@ -52,7 +60,7 @@ def write(tmp_path: Path, module: str, code: str, metric: str = "val_loss",
 
 
 def preflight_issues(path: Path) -> list[str]:
-    result = run_preflight(validate_file(path))
+    result = preflight_file(path)
     return [i.render() for i in result.issues]
 
 
@@ -99,7 +107,7 @@ def train(config):
 def test_overfit_and_initial_loss_checks(tmp_path: Path, ray_local) -> None:
     learnable = write(tmp_path, "pf_learnable", HOOKED.format(
         loss="weight[0] ** 2 * math.log(10) / 25", lr=0.1, classes=10))
-    result = run_preflight(validate_file(learnable))
+    result = preflight_file(learnable)
     outcome = {c.name: c.ok for c in result.checks}
     assert result.ok and outcome["overfit_one_batch"] and outcome["initial_loss"]
     stuck = write(tmp_path, "pf_stuck", HOOKED.format(loss="weight[0] ** 2", lr=0.001,
@@ -122,7 +130,7 @@ def test_an_objective_reporting_through_ray_tune_directly(tmp_path: Path, ray_lo
             for step in range(1, 100):
                 tune.report({"val_loss": config["lr"] / step})
         ''')
-    result = run_preflight(validate_file(study))
+    result = preflight_file(study)
     assert result.ok and len(result.probe.reports) == 3
     assert result.timing is not None and result.estimate is not None
 
@@ -143,11 +151,11 @@ def test_run_preflights_by_default_and_no_preflight_skips_it(tmp_path: Path, ray
     assert "Preflight" in (tmp_path / "results" / "pf" / "report.html").read_text()
     usecases.run(validate_file(study), store, options, overwrite=True, preflight=False)
     assert "preflight" not in store.get_study("pf").provenance
-    # The CLI: a failed preflight is exit 12 with the FILE:LINE message, no traceback, and
+    # The CLI: a failed preflight is exit 2 with the FILE:LINE message, no traceback, and
     # no study created.
     bad = write(tmp_path, "pf_cli", SIMPLE.format(value="1.0"), metric="val_los", name="pf-cli")
     capsys.readouterr()
-    assert main(["run", str(bad), "--storage", store.url]) == 12
+    assert main(["run", str(bad), "--storage", store.url]) == 2
     err = capsys.readouterr().err
     assert f"{bad}:3: metric: the objective never reported 'val_los'" in err
     assert "Traceback" not in err
@@ -217,18 +225,59 @@ def train(config):
 
 def test_a_slow_loader_is_named_input_bound_before_the_study_starts(
         tmp_path: Path, ray_local) -> None:
-    # 2 ms a sample reads 500 samples/s; the step takes 32 samples in 10 ms (3,200/s).
-    slow = run_preflight(validate_file(write(
-        tmp_path, "slowload", LOADERS.format(per_sample=0.002, step_s=0.01))))
+    # 2 ms a sample delivers at most 500 samples/s; the step takes 32 samples in 10 ms.
+    slow = preflight_file(write(
+        tmp_path, "slowload", LOADERS.format(per_sample=0.002, step_s=0.01)))
     [check] = [c for c in slow.checks if c.name == "input_pipeline"]
-    assert check.ok is False and check.detail.startswith("input-bound: the loader reads ")
-    read = float(check.detail.split("reads ")[1].split(" samples/s")[0].replace(",", ""))
+    assert check.ok is False and check.detail.startswith("input-bound: the loader delivered ")
+    read = float(check.detail.split("delivered ")[1].split(" samples/s")[0].replace(",", ""))
     consumed = float(check.detail.split("consumes ")[1].split(" samples/s")[0].replace(",", ""))
-    assert read < 500 * 1.2 and consumed > read  # the measured numbers, not a verdict alone
+    assert read < 500 and consumed > read  # the measured numbers, not a verdict alone
     assert not slow.issues  # a warning: the study may still run
     assert any(line.startswith("Preflight warning: input-bound") for line in slow.lines())
     # The same model with a loader that keeps up (no read time): no warning.
-    fast = run_preflight(validate_file(write(
-        tmp_path, "fastload", LOADERS.format(per_sample=0.0, step_s=0.01), name="pf2")))
+    fast = preflight_file(write(
+        tmp_path, "fastload", LOADERS.format(per_sample=0.0, step_s=0.01), name="pf2"))
     [check] = [c for c in fast.checks if c.name == "input_pipeline"]
     assert check.ok is True, check.detail
+
+
+IMAGES = """\
+study: {name}
+objective: objectives.{module}:train
+metric: val_error
+mode: min
+searcher: random
+budget: {{trials: 2, max_steps: 2}}
+parameters:
+  learning_rate: {{role: nuisance, low: 0.05, high: 0.2, scale: log}}
+  dataset_size: {{role: fixed, value: 512}}
+  image_size: {{role: fixed, value: 16}}
+  width: {{role: fixed, value: 2}}
+  depth: {{role: fixed, value: 1}}
+  batch_size: {{role: fixed, value: 32}}
+  steps_per_epoch: {{role: fixed, value: 8}}
+  workers: {{role: fixed, value: 0}}
+  # Drawn at 16x the side and resized: on a CPU, where the model's step is as slow as a
+  # sample's generation, decoding is made dearer so the planted study is input-bound here
+  # as it is on a GPU.
+  decode_scale: {{role: fixed, value: 16}}
+"""
+
+
+def test_the_input_check_rates_both_image_objectives(tmp_path: Path, ray_local) -> None:
+    """The GPU-bound objective (data in memory, augmented per batch) keeps up; the per-sample
+    generator behind a DataLoader, hidden in a generator, is named input-bound: both with the
+    loader's and the step's rates, from the batches drawn through sdk.data_loader."""
+    checks = {}
+    for module in ("resnet_images", "resnet_input_bound"):
+        study = tmp_path / f"{module}.yaml"
+        study.write_text(IMAGES.format(name=module.replace("_", "-"), module=module))
+        result = preflight_file(study)
+        [checks[module]] = [c for c in result.checks if c.name == "input_pipeline"]
+    for check in checks.values():
+        assert "the loader delivered " in check.detail and " samples/s" in check.detail
+        assert "the training step alone consumes " in check.detail
+    assert checks["resnet_images"].ok is True, checks["resnet_images"].detail
+    assert checks["resnet_input_bound"].ok is False, checks["resnet_input_bound"].detail
+    assert checks["resnet_input_bound"].detail.startswith("input-bound: ")

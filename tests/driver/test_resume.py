@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.store import SqlStore, Store
 
 pytestmark = pytest.mark.slow
@@ -56,7 +56,7 @@ def wait_for_completed(store: Store, at_least: int, proc: subprocess.Popen, time
             trials = store.get_trials("stoppable")
         except Exception:
             trials = []
-        if sum(t.state == TRIAL_COMPLETED for t in trials) >= at_least:
+        if sum(t.state == TrialState.COMPLETED for t in trials) >= at_least:
             return
         time.sleep(0.2)
     raise AssertionError("the study did not progress in time")
@@ -92,7 +92,7 @@ def test_stopped_study_resumes_without_losing_or_rerunning_trials(tmp_path: Path
         assert store.get_study("stoppable").state == "running"  # nobody could say otherwise
 
     before = {t.number: t for t in store.get_trials("stoppable", measurements=True)
-              if t.state == TRIAL_COMPLETED}
+              if t.state == TrialState.COMPLETED}
     assert 4 <= len(before) < TRIALS
 
     resumed = searchsvc("resume", "stoppable", "--num-cpus", "2", home=home, cwd=tmp_path)
@@ -102,7 +102,7 @@ def test_stopped_study_resumes_without_losing_or_rerunning_trials(tmp_path: Path
 
     after = {t.number: t for t in store.get_trials("stoppable", measurements=True)}
     assert sorted(after) == list(range(TRIALS))
-    assert all(t.state == TRIAL_COMPLETED for t in after.values())
+    assert all(t.state == TrialState.COMPLETED for t in after.values())
     for number, old in before.items():  # untouched: not re-run, nothing lost
         new = after[number]
         assert (new.attempts, new.finished_at, new.best_value) == (1, old.finished_at,

@@ -20,14 +20,7 @@ from typing import Any
 import pytest
 
 from objectives.synthetic import pbt_toy_gain
-from searchsvc.core import (
-    EVENT_EXPLOIT,
-    EVENT_STOPPED_EARLY,
-    TRIAL_COMPLETED,
-    TRIAL_PRUNED,
-    TrialEvent,
-    TrialRecord,
-)
+from searchsvc.core import EventKind, TrialEvent, TrialRecord, TrialState
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.searchers import HyperbandSchedule, PopulationSchedule, create_searcher
 from searchsvc.spec import parse_spec
@@ -45,8 +38,9 @@ EPS = 1e-9
 def run_text(text: str, store: Store, file: Path) -> None:
     spec = validate_text(text, file=str(file))
     options = RunOptions(live_progress=False)
-    create_study(spec, store, options)
-    run_study(spec.name, store, options)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    run_study(spec.name, store, options, searcher=searcher)
 
 
 def with_searcher(text: str, study: str, searcher: str, options: str) -> str:
@@ -105,7 +99,7 @@ class Rungs:
         self.concurrency = spec.budget.max_concurrent or 1
         self.sign = 1.0 if record.mode == "min" else -1.0
         self.trials = {t.number: t for t in store.get_trials(study, measurements=True)}
-        events = store.get_events(study, kind=EVENT_STOPPED_EARLY)
+        events = store.get_events(study, kind=EventKind.STOPPED_EARLY)
         self.stops: dict[int, TrialEvent] = {e.number: e for e in events}
         assert len(self.stops) == len(events), "a trial was stopped twice"
 
@@ -164,10 +158,10 @@ def test_every_trial_runs_to_max_steps_or_is_stopped_at_a_rung_of_its_bracket(
     top = r.schedule.max_steps
     for t in r.trials.values():
         assert [m.step for m in t.measurements] == list(range(1, (t.last_step or 0) + 1))
-        if t.state == TRIAL_COMPLETED:
+        if t.state == TrialState.COMPLETED:
             assert t.last_step == top and t.number not in r.stops
             continue
-        assert t.state == TRIAL_PRUNED
+        assert t.state == TrialState.PRUNED
         bracket = r.bracket(t.number)
         assert t.last_step in r.schedule.milestones(bracket) and t.last_step < top
         event = r.stops[t.number]
@@ -175,7 +169,7 @@ def test_every_trial_runs_to_max_steps_or_is_stopped_at_a_rung_of_its_bracket(
             t.last_step, t.last_step, bracket)
         assert event.data["value"] == t.measurements[-1].value
         assert f"stopped early by {searcher} at step {t.last_step}" in (t.error or "")
-    assert set(r.stops) == {n for n, t in r.trials.items() if t.state == TRIAL_PRUNED}
+    assert set(r.stops) == {n for n, t in r.trials.items() if t.state == TrialState.PRUNED}
     # The first trial to reach a rung always goes on (no cutoff yet, an empty quota), so each
     # bracket that got trials has one that trained to the end.
     for bracket in {r.bracket(n) for n in r.trials}:
@@ -263,10 +257,10 @@ def check_population(store: Store, study: str) -> PopulationSchedule:
         parse_spec(record.spec_text)).schedule()
     assert schedule.synch and record.mode == "max"
     trials = {t.number: t for t in store.get_trials(study, measurements=True)}
-    assert [t.state for t in trials.values()] == [TRIAL_COMPLETED] * len(trials)
+    assert [t.state for t in trials.values()] == [TrialState.COMPLETED] * len(trials)
     for t in trials.values():  # every step once, exploited or not
         assert [m.step for m in t.measurements] == list(range(1, schedule.max_steps + 1))
-    exploits = store.get_events(study, kind=EVENT_EXPLOIT)
+    exploits = store.get_events(study, kind=EventKind.EXPLOIT)
     check_exploits_follow_the_ranking(trials, exploits, schedule)
     for t in trials.values():
         check_lineage(t, [e for e in exploits if e.number == t.number], trials,
@@ -328,7 +322,7 @@ def test_pbt_exploits_copy_a_better_trial_and_every_step_follows_its_lineage(
     run_text(toy_pbt(path.read_text()), store, path)
     schedule = check_population(store, "toy_pbt")
     ladder = schedule.mutations["learning_rate"]
-    for event in store.get_events("toy_pbt", kind=EVENT_EXPLOIT):
+    for event in store.get_events("toy_pbt", kind=EventKind.EXPLOIT):
         assert event.data["new_config"]["learning_rate"] in ladder  # pbt moves on its ladder
 
 
@@ -362,7 +356,7 @@ def test_pb2_explores_within_the_nuisance_bounds_and_every_step_follows_its_line
     text = re.sub(r"(?m)^objective: .*$", "objective: pbt_toy_pid:train", text)
     run_text(text, store, tmp_path / "toy_pb2.yaml")
     check_population(store, "toy_pb2")
-    for event in store.get_events("toy_pb2", kind=EVENT_EXPLOIT):
+    for event in store.get_events("toy_pb2", kind=EventKind.EXPLOIT):
         assert 1.0e-4 <= event.data["new_config"]["learning_rate"] <= 1.0
     # Paused trials resume on the workers Tune keeps: one worker process per concurrent trial
     # (8 in two runs). Before StudySearch kept the search open to the end, 12 processes
@@ -388,7 +382,7 @@ def test_nas_children_are_one_mutation_from_a_trial_finished_before_them(ray_loc
     run_text(path.read_text(), store, path)
     spec = parse_spec(path.read_text())
     nas = store.get_trials("digits_nas")
-    assert all(t.state == TRIAL_COMPLETED for t in nas)
+    assert all(t.state == TrialState.COMPLETED for t in nas)
     for t in nas:
         c = t.config
         assert sorted(k for k in c if k.startswith("units_")) == [

@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from searchsvc.analysis import analyze
-from searchsvc.core import EVENT_STORE_OUTAGE, STUDY_EVENT, TRIAL_COMPLETED
+from searchsvc.core import STUDY_EVENT, EventKind, TrialState
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.errors import StoreError
+from searchsvc.searchers import create_searcher
 from searchsvc.spec import parse_spec
 from searchsvc.store import SqlStore
 from searchsvc.testing.postgres import PrivateServer, running_server
@@ -38,7 +39,7 @@ def when_completed(url: str, at_least: int, then: Callable[[], None]) -> threadi
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
             try:
-                done = sum(t.state == TRIAL_COMPLETED for t in store.get_trials("outage"))
+                done = sum(t.state == TrialState.COMPLETED for t in store.get_trials("outage"))
             except Exception:  # not created yet
                 done = 0
             if done >= at_least:
@@ -55,16 +56,17 @@ def when_completed(url: str, at_least: int, then: Callable[[], None]) -> threadi
 def run(store: SqlStore, *, create: bool) -> None:
     spec = validate_text(SPEC.format(name="outage"), file="outage.yaml")
     options = RunOptions(live_progress=False)
+    searcher = create_searcher(spec)  # a fresh one for each run, as a resume makes
     if create:
-        create_study(spec, store, options)
-    run_study("outage", store, options)
+        create_study(spec, store, options, searcher=searcher)
+    run_study("outage", store, options, searcher=searcher)
 
 
 def check_every_step_once(store: SqlStore) -> None:
     trials = store.get_trials("outage", measurements=True)
     assert [t.number for t in trials] == list(range(TRIALS))
     for t in trials:
-        assert t.state == TRIAL_COMPLETED, (t.number, t.error)
+        assert t.state == TrialState.COMPLETED, (t.number, t.error)
         # the attempt that completed reported steps 1..STEPS, each stored exactly once
         assert [m.step for m in t.measurements if m.attempt == t.attempts] == list(
             range(1, STEPS + 1)), t.number
@@ -78,7 +80,7 @@ def test_a_study_rides_through_a_database_restart(ray_local, server: PrivateServ
     assert store.get_study("outage").state == "completed"
     check_every_step_once(store)
     assert all(t.attempts == 1 for t in store.get_trials("outage"))  # no trial ran twice
-    [outage] = store.get_events("outage", kind=EVENT_STORE_OUTAGE)
+    [outage] = store.get_events("outage", kind=EventKind.STORE_OUTAGE)
     assert outage.number == STUDY_EVENT and outage.data["seconds"] >= 1.0
     record = store.get_study("outage")
     findings = analyze(record, parse_spec(record.spec_text),
@@ -99,7 +101,7 @@ def test_an_outage_past_the_window_stops_the_run_and_resume_completes_it(
     server.start()
     kept = {t.number: [m.step for m in t.measurements]
             for t in store.get_trials("outage", measurements=True)
-            if t.state == TRIAL_COMPLETED}
+            if t.state == TrialState.COMPLETED}
     assert len(kept) >= 2
     run(SqlStore(server.url), create=False)  # what `searchsvc resume` does
     check_every_step_once(store)

@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from searchsvc.analysis.telemetry import INPUT_BOUND_FRACTION
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE
+from searchsvc.core import TrialState
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
+from searchsvc.searchers import create_searcher
 from searchsvc.store import SqlStore
 from searchsvc.usecases import validate as validate_file
 
@@ -45,14 +46,15 @@ def test_telemetry_of_every_step_and_its_diagnoses(ray_local, tmp_path: Path) ->
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     spec = validate_file(path)
     options = RunOptions(live_progress=False)
-    create_study(spec, store, options)
-    outcome = run_study(spec.name, store, options)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    outcome = run_study(spec.name, store, options, searcher=searcher)
     assert outcome.study.state == "completed"
     trials = store.get_trials("telemetry", measurements=True)
     assert len(trials) == 6
     oom = [t for t in trials if t.config["batch_size"] == 1024]
     ran = [t for t in trials if t.config["batch_size"] != 1024]
-    assert all(t.state == TRIAL_COMPLETED for t in ran)
+    assert all(t.state == TrialState.COMPLETED for t in ran)
 
     # Telemetry for every step of every trial that ran, kept out of the metrics.
     for t in ran:
@@ -79,7 +81,7 @@ def test_telemetry_of_every_step_and_its_diagnoses(ray_local, tmp_path: Path) ->
     # The planted out-of-memory: infeasible, not failed, with the culprit named.
     assert len(oom) == 2
     for t in oom:
-        assert t.state == TRIAL_INFEASIBLE, t.error
+        assert t.state == TrialState.INFEASIBLE, t.error
         assert t.error and t.error.startswith("out of memory")
         assert "batch_size=1024 (100% of its range)" in t.error
         assert "CUDA out of memory. Tried to allocate 2.00 GiB" in t.error
@@ -143,10 +145,11 @@ def test_an_objective_calling_tune_report_gets_the_same_telemetry(ray_local,
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     spec = validate_file(path)
     options = RunOptions(live_progress=False)
-    create_study(spec, store, options)
-    run_study(spec.name, store, options)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    run_study(spec.name, store, options, searcher=searcher)
     trials = store.get_trials("ray_docs", measurements=True)
-    assert len(trials) == 4 and all(t.state == TRIAL_COMPLETED for t in trials)
+    assert len(trials) == 4 and all(t.state == TrialState.COMPLETED for t in trials)
     for t in trials:
         assert [m.step for m in t.measurements] == [1, 2, 3]
         for m in t.measurements:  # CPU, RSS and the absent GPU, as for sdk.report

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.core import EVENT_RETRIED, TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_INFEASIBLE
+from searchsvc.core import EventKind, TrialState
 from searchsvc.driver import RunOptions, create_study, run_study
+from searchsvc.searchers import create_searcher
 from searchsvc.store import SqlStore
 from searchsvc.usecases import validate as validate_file
 
@@ -66,35 +67,36 @@ def test_crash_retry_hang_and_nan_are_recorded_and_the_study_completes(ray_local
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     spec = validate_file(path)
     options = RunOptions(live_progress=False)
-    create_study(spec, store, options)
-    outcome = run_study(spec.name, store, options)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    outcome = run_study(spec.name, store, options, searcher=searcher)
 
     assert outcome.study.state == "completed" and outcome.finished == 5
     trials = {t.config["kind"]: t for t in store.get_trials("faults", measurements=True)}
-    retried = {e.number: e for e in store.get_events("faults", kind=EVENT_RETRIED)}
+    retried = {e.number: e for e in store.get_events("faults", kind=EventKind.RETRIED)}
     marks = {p.name for p in (tmp_path / "marks").iterdir()}
 
-    assert trials["ok"].state == TRIAL_COMPLETED and trials["ok"].number not in retried
+    assert trials["ok"].state == TrialState.COMPLETED and trials["ok"].number not in retried
 
     # Retried once, from its checkpoint at step 2: step 3 was redone, and steps 1-5 are
     # recorded once each.
     flaky = trials["flaky"]
-    assert flaky.state == TRIAL_COMPLETED and flaky.attempts == 1
+    assert flaky.state == TrialState.COMPLETED and flaky.attempts == 1
     assert [m.step for m in flaky.measurements] == [1, 2, 3, 4, 5]
     assert flaky.best_value == pytest.approx(0.2)
     assert {"flaky-start-1", "flaky-start-3"} <= marks and "flaky-start-4" not in marks
     assert "flaky crash at step 4" in retried[flaky.number].data["error"]
 
     crash = trials["crash"]
-    assert crash.state == TRIAL_FAILED
+    assert crash.state == TrialState.FAILED
     assert "failed after 1 retries" in crash.error and "crash at step 2, every time" in crash.error
     assert [m.step for m in crash.measurements] == [1]
 
     hang = trials["hang"]
-    assert hang.state == TRIAL_FAILED
+    assert hang.state == TrialState.FAILED
     assert "budget.trial_timeout_s (20 s)" in hang.error
     assert retried[hang.number].data["timed_out"] is True
     assert [m.step for m in hang.measurements] == [1]
 
     nan = trials["nan"]
-    assert nan.state == TRIAL_INFEASIBLE and "non-finite at step 3" in nan.error
+    assert nan.state == TrialState.INFEASIBLE and "non-finite at step 3" in nan.error

@@ -7,14 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from searchsvc.core import (
-    TRIAL_COMPLETED,
-    TRIAL_INFEASIBLE,
-    TRIAL_INTERRUPTED,
-    Constraint,
-    Measurement,
-    TrialRecord,
-)
+from searchsvc.core import Constraint, Measurement, TrialRecord, TrialState
 from searchsvc.core.judging import trial_outcome
 from searchsvc.driver.trial_results import (
     INTERRUPTED_ERROR,
@@ -66,7 +59,7 @@ def test_a_running_trial_keeps_its_curve_final_metrics_and_first_non_finite_obje
     assert trial.final == {"loss": 0.4, "speed": 3.0}  # last finite value of each
     assert [row[0] for row in trial.unwritten] == [1, 2, 3]
     outcome = trial_outcome(trial.end(("loss", "speed"), ()))
-    assert outcome.state == TRIAL_INFEASIBLE and "loss" in (outcome.error or "")
+    assert outcome.state == TrialState.INFEASIBLE and "loss" in (outcome.error or "")
 
 
 def test_the_outcome_and_the_searchers_value_follow_the_constraints() -> None:
@@ -74,11 +67,11 @@ def test_the_outcome_and_the_searchers_value_follow_the_constraints() -> None:
     take(trial, 1, loss=0.3, speed=1.0, memory=900.0)
     bound = (Constraint("memory", None, 500.0),)
     outcome = trial_outcome(trial.end(("loss", "speed"), bound))
-    assert outcome.state == TRIAL_INFEASIBLE and "memory" in (outcome.error or "")
+    assert outcome.state == TrialState.INFEASIBLE and "memory" in (outcome.error or "")
     told = trial.observation({"x": 1}, outcome.state, "min", bound)
-    assert told.state == TRIAL_INFEASIBLE and told.final_metrics["memory"] == 900.0
+    assert told.state == TrialState.INFEASIBLE and told.final_metrics["memory"] == 900.0
     fine = trial_outcome(trial.end(("loss", "speed"), ()))
-    assert fine.state == TRIAL_COMPLETED
+    assert fine.state == TrialState.COMPLETED
     assert trial.observation({"x": 1}, fine.state, "min", ()).value == 0.3
 
 
@@ -94,7 +87,7 @@ def test_a_retry_that_restarts_from_a_checkpoint_replaces_the_redone_steps() -> 
     writer.discard_from(trial, 2)
     take(trial, 2, loss=0.6)
     assert not trial.redoes(2)  # the retry's own steps from now on
-    writer.finish(trial, TRIAL_COMPLETED, None, [])
+    writer.finish(trial, TrialState.COMPLETED, None, [])
     [stored] = store.get_trials("s", measurements=True)
     assert [(m.step, m.value) for m in stored.measurements] == [(1, 0.9), (2, 0.6)]
     assert trial.reports == [(1, 0.9), (2, 0.6)]
@@ -115,11 +108,11 @@ def test_the_writer_batches_and_the_trackers_get_each_batch_after_the_store() ->
     writer.flush([trial])
     assert not writer.due(now=1000.0)  # nothing pending
     take(trial, 3, loss=0.7)
-    writer.finish(trial, TRIAL_COMPLETED, None, ["/ckpt/1"])
+    writer.finish(trial, TrialState.COMPLETED, None, ["/ckpt/1"])
     assert seen.calls == [("steps", [1, 2], [1, 2]), ("steps", [3], [1, 2, 3]),
-                          ("finished", TRIAL_COMPLETED, None)]
+                          ("finished", TrialState.COMPLETED, None)]
     [stored] = store.get_trials("s")
-    assert stored.state == TRIAL_COMPLETED and stored.final_metrics == {"loss": 0.7}
+    assert stored.state == TrialState.COMPLETED and stored.final_metrics == {"loss": 0.7}
 
 
 def test_interrupting_stores_what_was_pending_then_ends_the_trial() -> None:
@@ -129,9 +122,9 @@ def test_interrupting_stores_what_was_pending_then_ends_the_trial() -> None:
     take(trial, 1, loss=0.9)
     ResultWriter(store, "min", seen).interrupt([trial])
     [stored] = store.get_trials("s", measurements=True)
-    assert (stored.state, stored.error) == (TRIAL_INTERRUPTED, INTERRUPTED_ERROR)
+    assert (stored.state, stored.error) == (TrialState.INTERRUPTED, INTERRUPTED_ERROR)
     assert [m.step for m in stored.measurements] == [1]
-    assert seen.calls == [("steps", [1], [1]), ("finished", TRIAL_INTERRUPTED,
+    assert seen.calls == [("steps", [1], [1]), ("finished", TrialState.INTERRUPTED,
                                                 INTERRUPTED_ERROR)]
 
 
@@ -141,3 +134,15 @@ def test_a_ray_result_is_read_as_the_objectives_metrics_and_the_workers_telemetr
     assert user_metrics(result) == {"loss": 0.5, "time_s": 4.0}
     assert step_telemetry(result)["step_time_s"] == 1.5  # only Ray's timing is known
     assert "ray.tune.report" in step_telemetry(result)["source"]
+
+
+def test_a_retried_trys_timeout_counts_from_when_its_worker_starts_not_from_its_queueing() -> None:
+    trial = started(InMemoryStore())
+    trial.started = 0.0
+    assert trial.overdue(20.0, now=25.0)
+    trial.retry()  # queued again; it may wait for a free slot far longer than the timeout
+    trial.placed(now=1000.0)
+    assert not trial.overdue(20.0, now=1015.0) and trial.overdue(20.0, now=1021.0)
+    take(trial, 3, loss=0.5)
+    trial.placed(now=5000.0)  # a restart after a pause goes on with the same try's clock
+    assert trial.overdue(20.0, now=1021.0)

@@ -12,6 +12,7 @@ import pytest
 
 from searchsvc.driver import RunOptions, create_study, run_study, waiting
 from searchsvc.driver.waiting import Waits, resource_request, wait_message
+from searchsvc.searchers import create_searcher
 from searchsvc.spec import parse_spec
 from searchsvc.store import SqlStore
 from searchsvc.usecases import validate_text
@@ -41,11 +42,11 @@ def test_the_words_name_the_request_and_what_is_free() -> None:
     parallel = parse_spec(plain.source.text.replace("gpu: 0.5", "workers: 4"))
     assert resource_request(parallel.resources) == "4 workers x 2 CPU"
     pending = wait_message(3, 72.4, pending=True, request="2 CPU", free={"CPU": 1.0})
-    assert pending == ("trial 3 has waited 72 s for resources (2 CPU; 1 CPU, 0 GPU free now): "
+    assert pending == ("trial 3 has waited 1m 12s for resources (2 CPU; 1 CPU, 0 GPU free now): "
                        "the cluster is busy, or waits for an autoscaler to add a node")
     unplaced = wait_message(0, 65, pending=False, request="4 workers x 2 CPU",
                             free={"CPU": 0.0})
-    assert unplaced.startswith("trial 0 has reported no step in 65 s: its workers "
+    assert unplaced.startswith("trial 0 has reported no step in 1m 05s: its workers "
                                "(4 workers x 2 CPU) wait to be placed")
 
 
@@ -80,8 +81,9 @@ def test_a_trial_waiting_for_cpus_is_named_in_the_progress(
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     shown = io.StringIO()
     options = RunOptions(live_progress=False, progress_stream=shown)
-    create_study(spec, store, options)
-    assert run_study(spec.name, store, options).study.state == "completed"
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    assert run_study(spec.name, store, options, searcher=searcher).study.state == "completed"
     told = [line for line in shown.getvalue().splitlines() if "waited" in line]
     # The trial that started second waited for the first one's CPUs (its 4 steps, well past
     # the threshold): it is named, once. On a busy machine the first one may wait to be

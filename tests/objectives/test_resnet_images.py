@@ -1,6 +1,8 @@
-"""The realistic GPU objective on CPU at tiny sizes: the generated dataset is deterministic
-and learnable (a linear model is not enough, the ResNet is), and the objective trains through
-the DataLoader and reports every epoch with the samples it trained on."""
+"""The image objectives on CPU at tiny sizes: the generated dataset is deterministic and
+learnable (a linear model is not enough, the ResNet is); the GPU-bound objective trains on its
+in-memory uint8 images augmented per batch, never touching the per-sample dataset, and the
+planted input-bound one trains through a DataLoader; both report every epoch with the samples
+they trained on."""
 
 from __future__ import annotations
 
@@ -11,7 +13,15 @@ import pytest
 import torch
 from torch import nn
 
-from objectives.resnet_images import GratingImages, build_model, train
+from objectives import resnet_input_bound
+from objectives.resnet_images import (
+    GratingImages,
+    augment,
+    build_model,
+    make_images,
+    to_float,
+    train,
+)
 from searchsvc import sdk
 
 TINY = {"learning_rate": 0.1, "dataset_size": 2048, "image_size": 16, "width": 8, "depth": 1,
@@ -44,6 +54,48 @@ def test_the_model_keeps_its_shape_for_every_width_and_depth() -> None:
     for width, depth in ((8, 1), (16, 2)):
         out = build_model(width, depth, num_classes=7)(torch.zeros(2, 3, 16, 16))
         assert out.shape == (2, 7)
+
+
+def test_the_in_memory_images_are_uint8_deterministic_and_every_class_turns_up() -> None:
+    images, labels = make_images(256, 16, 10, data_seed=3)
+    again, _ = make_images(256, 16, 10, data_seed=3)
+    assert images.dtype == torch.uint8 and images.shape == (256, 3, 16, 16)
+    assert torch.equal(images, again) and len(set(labels.tolist())) == 10
+    assert not torch.equal(images, make_images(256, 16, 10, data_seed=4)[0])
+    assert int(images.min()) < 40 and int(images.max()) > 215  # the range is used
+
+
+def test_augmenting_crops_and_flips_the_batch_as_a_whole() -> None:
+    images, _ = make_images(64, 16, 10)
+    out = augment(images, torch.Generator().manual_seed(0))
+    assert out.shape == (64, 3, 16, 16) and out.dtype == torch.float32
+    plain = to_float(images)
+    # Each output is its image shifted by at most 2 pixels (an eighth of 16), maybe mirrored:
+    # its centre appears somewhere in the (mirrored) original.
+    for i in (0, 31, 63):
+        centre = out[i, :, 6:10, 6:10]
+        found = any(torch.equal(centre, source[:, y:y + 4, x:x + 4])
+                    for source in (plain[i], plain[i].flip(2))
+                    for y in range(4, 9) for x in range(4, 9))
+        assert found, i
+    assert not torch.equal(out, plain)  # some crop or flip happened
+
+
+def test_the_gpu_objective_never_builds_images_one_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def per_sample(self: GratingImages, index: int) -> None:
+        raise AssertionError("the per-sample dataset was used")
+
+    monkeypatch.setattr(GratingImages, "__getitem__", per_sample)
+    reports = sdk.run_locally(train, {**TINY, "steps_per_epoch": 4}, metric="val_error",
+                              max_steps=1)
+    assert len(reports) == 1 and math.isfinite(reports[0]["val_loss"])
+
+
+def test_the_input_bound_objective_trains_through_its_dataloader() -> None:
+    reports = sdk.run_locally(resnet_input_bound.train, {**TINY, "steps_per_epoch": 4},
+                              metric="val_error", max_steps=2)
+    assert len(reports) == 2 and all(math.isfinite(r["val_loss"]) for r in reports)
 
 
 def test_the_objective_trains_and_reports_every_epoch() -> None:

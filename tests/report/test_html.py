@@ -7,7 +7,7 @@ import re
 
 from searchsvc.analysis import analyze
 from searchsvc.report.html import render_html
-from searchsvc.report.plotdata import report_plots
+from searchsvc.report.sections import report_plots
 from tests.report.studies import make_trials, study
 
 HOSTILE = "</script><script>alert(1)</script><img src=x onerror=alert(2)>&'\""
@@ -39,9 +39,9 @@ def test_every_section_is_rendered_from_the_template():
     analysis = analyze(record, spec, trials)
     page = render_html(record, spec, analysis, report_plots(spec, trials, analysis))
     sections = re.findall(r'<section id="([a-z]+)">', page)
-    # No scheduler events: no "scheduler" section.
+    # No scheduler events: no "scheduler" section; full curves: the early-stopping replay.
     assert sections == ["findings", "best", "boundaries", "isolation", "axes", "curves",
-                        "importance", "next"]
+                        "importance", "replay", "next"]
     assert page.startswith("<!doctype html>")
     assert '<span class="badge infeasible">2 infeasible</span>' in page
     assert 'href="data:text/yaml;base64,' in page

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from searchsvc.analysis.trials import ranked
-from searchsvc.core import TRIAL_INFEASIBLE
+from searchsvc.core import TrialState
+from searchsvc.core.judging import by_value
 from searchsvc.report.plotdata import MAX_POINTS, axis_plots, shown_trials, worst_edge
 from tests.report.studies import make_trials, study_spec
 
@@ -38,7 +38,7 @@ def test_infeasible_trials_sit_at_the_worst_edge_never_where_good_results_are(mo
 
 def test_a_trial_that_diverged_after_a_finite_value_is_drawn_there_as_infeasible():
     trials = make_trials(20)
-    trials[5] = replace(trials[5], state=TRIAL_INFEASIBLE, best_value=0.5)
+    trials[5] = replace(trials[5], state=TrialState.INFEASIBLE, best_value=0.5)
     plot = axis_plots(study_spec("max"), trials)[1]
     assert plot.infeasible is not None and plot.infeasible.y == (0.5,)
     assert 0.5 not in [y for arm in plot.arms for y in arm.y]
@@ -67,7 +67,7 @@ def test_past_max_points_the_best_quarter_and_a_seeded_sample_are_shown():
     shown = shown_trials(spec, trials)
     assert len(shown) == MAX_POINTS
     assert [t.number for t in shown] == sorted(t.number for t in shown)
-    best = {t.number for t in ranked(trials, "max")[:MAX_POINTS // 4]}
+    best = {t.number for t in by_value(trials, "max")[:MAX_POINTS // 4]}
     assert best <= {t.number for t in shown}
     plots = axis_plots(spec, trials)
     assert plots == axis_plots(spec, trials)  # seeded: the same plots every time

@@ -5,6 +5,7 @@ figures. Checked on the artists' data before saving, not by comparing images."""
 from __future__ import annotations
 
 import operator
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -65,3 +66,12 @@ def test_pngs_keep_their_file_names(tmp_path: Path):
     assert [p.name for p in paths] == ["axis_width.png", "axis_learning_rate.png",
                                        "axis_dropout.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)
+
+
+def test_a_range_with_no_trial_to_place_spans_its_declared_range_without_a_warning() -> None:
+    # every trial failed: nothing to scatter, only the declared range's edges (log scale)
+    empty = AxisPlot("axis-lr", "lr", "lr", "lr", "loss", True, (0.01, 1.0), None, (), None, 0, 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        [ax] = draw_axis_plot(empty).axes
+    assert ax.get_xlim() == pytest.approx((0.01, 1.0))

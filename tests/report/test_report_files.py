@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.core import EVENT_STOPPED_EARLY
+from searchsvc.core import EventKind
 from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
 from searchsvc.testing.planted import planted_study
@@ -35,7 +35,7 @@ def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp_path = tmp_path_factory.mktemp("report")
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     study, _, _ = planted_study(SPEC, depth_curve, store=store)
-    store.record_event(study.id, 5, EVENT_STOPPED_EARLY, step=3,
+    store.record_event(study.id, 5, EventKind.STOPPED_EARLY, step=3,
                        data={"rung": 3, "cutoff": 0.5, "value": 0.9})
     write_report(store, "depth", tmp_path / "report")
     return tmp_path / "report"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.core import EVENT_EXPLOIT, EVENT_STOPPED_EARLY
+from searchsvc.core import EventKind
 from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
 from searchsvc.testing.planted import planted_study
@@ -39,8 +39,8 @@ def test_report_html_renders_every_plot_without_console_errors(tmp_path: Path) -
 
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     study, _, _ = planted_study(SPEC, divergence_curve, store=store)
-    store.record_event(study.id, 4, EVENT_STOPPED_EARLY, step=4, data={"rung": 4})
-    store.record_event(study.id, 2, EVENT_EXPLOIT, step=6, data={
+    store.record_event(study.id, 4, EventKind.STOPPED_EARLY, step=4, data={"rung": 4})
+    store.record_event(study.id, 2, EventKind.EXPLOIT, step=6, data={
         "parent": 7, "parent_step": 6, "old_config": {"learning_rate": 0.01},
         "new_config": {"learning_rate": 0.012}})
     files = write_report(store, "browser", tmp_path / "report")

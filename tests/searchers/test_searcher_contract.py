@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE, Curve
+from searchsvc.core import Curve, TrialState
 from searchsvc.searchers import Observation, create_searcher, searcher_names
 from searchsvc.store.memory import InMemoryStore
 from searchsvc.testing.searcher_contract import (
@@ -57,7 +57,7 @@ def test_the_contract_fails_a_searcher_when_observations_keep_non_finite_values(
 
     monkeypatch.setattr(searchsvc.core.curve, "is_finite_number", keep_everything)
     monkeypatch.setattr(searchsvc.searchers.base, "is_finite_number", keep_everything)
-    assert math.isnan(Observation(0, {}, math.nan, TRIAL_COMPLETED).value)  # broken indeed
+    assert math.isnan(Observation(0, {}, math.nan, TrialState.COMPLETED).value)  # broken indeed
     variant = searcher_variants([name])[0]
     with pytest.raises(AssertionError, match="non-finite values got through"):
         SearcherContract().test_no_non_finite_value_reaches_the_searcher_or_its_model(variant)
@@ -78,7 +78,7 @@ def bohb_study(store: InMemoryStore, curves: dict[int, list[tuple[int, float]]])
                                   arm=proposal.arm.values, seed=proposal.seed)
         store.record_measurements(trial.id, 1, "min", [(s, v, {"loss": v}) for s, v in curve])
         diverged = any(not math.isfinite(v) for _, v in curve)
-        store.finish_trial(trial.id, TRIAL_INFEASIBLE if diverged else TRIAL_COMPLETED)
+        store.finish_trial(trial.id, TrialState.INFEASIBLE if diverged else TrialState.COMPLETED)
     return text
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.driver.run import _warm_start, _warm_start_trials
 from searchsvc.errors import ConflictError, NotFoundError
 from searchsvc.searchers import Observation, create_searcher
@@ -31,7 +31,7 @@ parameters:
 def parent_observations() -> list[Observation]:
     """12 trials per arm spread over x, best at x = 0.8."""
     return [Observation(-1 - i, {"variant": v, "x": i / 11}, (i / 11 - 0.8) ** 2,
-                        TRIAL_COMPLETED) for i in range(12) for v in "ab"]
+                        TrialState.COMPLETED) for i in range(12) for v in "ab"]
 
 
 @pytest.mark.parametrize("sampler", ["tpe", "gp", "hyperopt"])
@@ -72,7 +72,7 @@ def test_only_the_parents_trials_inside_the_new_space_are_fed_and_bad_parents_re
         t = store.start_trial(parent.id, number=n, config={"variant": variant, "x": x},
                               arm={"variant": variant}, seed=n)
         store.record_measurements(t.id, 1, "min", [(1, x, {"loss": x})])
-        store.finish_trial(t.id, TRIAL_COMPLETED)
+        store.finish_trial(t.id, TrialState.COMPLETED)
     store.start_trial(parent.id, number=5, config={"variant": "a", "x": 0.3}, arm={}, seed=5)
     spec = parse_spec(CHILD.format(sampler="tpe"), file="child.yaml")
     finished, numbers, fitting = _warm_start_trials(spec, store)

@@ -11,12 +11,7 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from searchsvc.core import (
-    EVENT_STOPPED_EARLY,
-    STUDY_COMPLETED,
-    STUDY_INTERRUPTED,
-    TRIAL_COMPLETED,
-)
+from searchsvc.core import EventKind, StudyState, TrialState
 from searchsvc.service import ServiceConfig, create_app
 from searchsvc.store import SqlStore, Store
 
@@ -164,7 +159,7 @@ def test_resuming_a_study_counts_against_the_users_queue_limit(store: Store) -> 
     client = TestClient(create_app(store, ServiceConfig(max_queued_per_user=1)))
     token = store.create_token("ada")
     assert client.post("/studies", content=SPEC, headers=auth(token)).status_code == 201
-    store.update_study("quickstart", state=STUDY_INTERRUPTED)
+    store.update_study("quickstart", state=StudyState.INTERRUPTED)
     other = SPEC.replace("study: quickstart", "study: other")
     assert client.post("/studies", content=other, headers=auth(token)).status_code == 201
     third = SPEC.replace("study: quickstart", "study: third")
@@ -172,8 +167,8 @@ def test_resuming_a_study_counts_against_the_users_queue_limit(store: Store) -> 
                  client.post("/studies/quickstart/resume", headers=auth(token))):
         assert full.status_code == 429, full.text  # resume is refused as create is
         assert "serve --max-queued-per-user 1" in full.json()["detail"]
-    assert store.get_study("quickstart").state == STUDY_INTERRUPTED
-    store.update_study("other", state=STUDY_COMPLETED)
+    assert store.get_study("quickstart").state == StudyState.INTERRUPTED
+    store.update_study("other", state=StudyState.COMPLETED)
     # Within the limit it goes on to the scheduler, which this server has not.
     assert client.post("/studies/quickstart/resume", headers=auth(token)).status_code == 503
 
@@ -239,8 +234,8 @@ def test_a_study_reads_whole_through_the_api_steps_of_chosen_trials_and_non_fini
         store.record_measurements(trial, 1, "min", [
             (1, 0.5, {study.metric: 0.5, "loss": 1.5}),
             (2, None, {study.metric: float("nan"), "loss": float("inf")})])
-        store.finish_trial(trial, TRIAL_COMPLETED, checkpoints=[f"/ckpt/{number}"])
-    store.record_event(study.id, 1, EVENT_STOPPED_EARLY, step=2, data={"rung": 1})
+        store.finish_trial(trial, TrialState.COMPLETED, checkpoints=[f"/ckpt/{number}"])
+    store.record_event(study.id, 1, EventKind.STOPPED_EARLY, step=2, data={"rung": 1})
 
     detail = client.get("/studies/quickstart", headers=auth(token)).json()
     assert detail["spec_text"] == SPEC and detail["owner"] == "ada"

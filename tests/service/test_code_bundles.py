@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from searchsvc.codebundle import digest, pack
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.testing.served import running_service
 from tests.driver.loopback import LoopbackCluster
 
@@ -25,6 +25,7 @@ import ray
 from ray import tune
 
 from ada_lib.schedule import decay  # a package of the same folder: the whole folder ships
+from searchsvc import sdk
 
 
 def train(config):
@@ -32,9 +33,13 @@ def train(config):
     node = ctx.get_node_id()
     on_head = any(n["NodeID"] == node and "node:__internal_head__" in n["Resources"]
                   for n in ray.nodes())
+    # The uploaded folder is the working directory on every node: its data reads by a
+    # relative path, as in `python ada_train.py`.
+    offset = float(open("data/offset.txt").read())
+    (sdk.trial_dir() / "offset.txt").write_text(str(offset))
     for step in range(1, 4):
-        tune.report({"loss": decay(config["lr"], step), "node": node, "on_head": int(on_head),
-                     "module_file": __file__})
+        tune.report({"loss": decay(config["lr"], step) + offset, "node": node,
+                     "on_head": int(on_head), "module_file": __file__})
 '''
 STUDY = """
 study: ada-own-code
@@ -65,6 +70,8 @@ def users_folder(tmp_path: Path) -> Path:
     (folder / "ada_lib").mkdir(parents=True)
     (folder / "ada_train.py").write_text(textwrap.dedent(TRAIN))
     (folder / "ada_lib" / "__init__.py").write_text("")
+    (folder / "data").mkdir()
+    (folder / "data" / "offset.txt").write_text("0.25\n")
     (folder / "ada_lib" / "schedule.py").write_text(
         "def decay(lr, step):\n    return abs(lr - 0.1) + 1.0 / step\n")
     (folder / "study.yaml").write_text(STUDY)
@@ -84,7 +91,7 @@ def test_a_users_own_code_runs_on_the_worker_node_of_a_cluster(
         submitted = s.cli("submit", str(folder / "study.yaml"), "--no-preflight", token=token,
                           cwd=tmp_path)
         assert submitted.returncode == 0, submitted.stdout + submitted.stderr
-        assert "code: " in submitted.stdout and "5 files" in submitted.stdout
+        assert "code: " in submitted.stdout and "6 files" in submitted.stdout
         waited = s.cli("status", "ada-own-code", "--wait", "--every", "1", token=token,
                        timeout=240)
         assert waited.returncode == 0, waited.stdout + waited.stderr + s.log.read_text()[-3000:]
@@ -98,12 +105,16 @@ def test_a_users_own_code_runs_on_the_worker_node_of_a_cluster(
             assert "secrets.env" not in tar.getnames()  # .gitignore is respected
         assert not (bundle / "secrets.env").exists()
         trials = s.store.get_trials("ada-own-code", measurements=True)
-        assert [t.state for t in trials] == [TRIAL_COMPLETED] * 4
+        assert [t.state for t in trials] == [TrialState.COMPLETED] * 4
         for trial in trials:
             last = trial.measurements[-1].metrics
             assert last["on_head"] == 0 and trial.node.endswith(f"node {last['node']}")
             # Imported from the copy Ray unpacked on the worker, not from the user's folder.
             assert not str(last["module_file"]).startswith(str(folder))
+            assert min(m.value for m in trial.measurements) >= 0.25  # it read its data
+        # What each trial wrote to sdk.trial_dir() on the worker node is in the results.
+        written = sorted(Path(study.results_dir or "").glob("ray/run-*/trial_*/offset.txt"))
+        assert [p.read_text() for p in written] == ["0.25"] * 4
         # Submissions are checked against the cluster's nodes: 3 workers of 1 CPU each cannot
         # fit on its 2 CPUs, so the study is refused at once, not queued to wait forever.
         assert s.call("GET", "/health")["cluster"] == "2 node(s): 2 CPUs, 0 GPUs in all"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.store import SqlStore
 from searchsvc.testing.served import SPEC, Service, running_service
 from tests.browser import launch, screenshot_dir, watched_page
@@ -95,5 +95,5 @@ def test_submit_poll_download_and_watch_in_the_browser_on_postgresql(
     # Every trial is in PostgreSQL, every step of it once.
     trials = SqlStore(postgres_url).get_trials("e2e", measurements=True)
     assert sorted(t.number for t in trials) == list(range(TRIALS))
-    assert all(t.state == TRIAL_COMPLETED for t in trials)
+    assert all(t.state == TrialState.COMPLETED for t in trials)
     assert all([m.step for m in t.measurements] == list(range(1, 7)) for t in trials)

@@ -18,15 +18,7 @@ import yaml
 import searchsvc
 from searchsvc.cli import main
 from searchsvc.client import RemoteStudies, ServiceClient
-from searchsvc.core import (
-    EVENT_EXPLOIT,
-    EVENT_STOPPED_EARLY,
-    STUDY_COMPLETED,
-    TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_INFEASIBLE,
-    TRIAL_PRUNED,
-)
+from searchsvc.core import EventKind, StudyState, TrialState
 from searchsvc.errors import NotFoundError, ServiceError, SpecError
 from searchsvc.report.data import report_data
 from searchsvc.store import Store
@@ -51,7 +43,7 @@ def seed_study(store: Store, name: str, owner: str, parent: str | None = None) -
                                           "weight_decay": wd}, node="10.0.0.1")
         losses = [1.0 / (step + number % 3) + 0.01 * number for step in range(1, 5)]
         if number == 5:
-            store.finish_trial(trial.id, TRIAL_FAILED, error="Traceback...\nValueError: bad")
+            store.finish_trial(trial.id, TrialState.FAILED, error="Traceback...\nValueError: bad")
             continue
         if number == 6:  # diverged: NaN and infinity in its metrics
             losses[2:] = [float("nan"), float("inf")]
@@ -59,17 +51,17 @@ def seed_study(store: Store, name: str, owner: str, parent: str | None = None) -
         store.record_measurements(trial.id, 1, "min", [
             (step, loss, {"val_loss": loss, "train_loss": loss / 2})
             for step, loss in enumerate(losses[:last], start=1)])
-        state = {3: TRIAL_PRUNED, 6: TRIAL_INFEASIBLE}.get(number, TRIAL_COMPLETED)
+        state = {3: TrialState.PRUNED, 6: TrialState.INFEASIBLE}.get(number, TrialState.COMPLETED)
         store.finish_trial(trial.id, state, checkpoints=[f"/ckpt/{name}/{number}"])
     repeat = store.start_trial(study.id, number=8, config=store.get_trials(name)[0].config,
                                arm={"depth": 1}, seed=99, repeat_of=0)
     store.record_measurements(repeat.id, 1, "min", [(1, 0.55, {"val_loss": 0.55})])
-    store.finish_trial(repeat.id, TRIAL_COMPLETED)
-    store.record_event(study.id, 3, EVENT_STOPPED_EARLY, step=2, data={"rung": 2})
-    store.record_event(study.id, 7, EVENT_EXPLOIT, step=2, data={
+    store.finish_trial(repeat.id, TrialState.COMPLETED)
+    store.record_event(study.id, 3, EventKind.STOPPED_EARLY, step=2, data={"rung": 2})
+    store.record_event(study.id, 7, EventKind.EXPLOIT, step=2, data={
         "parent": 1, "parent_step": 2, "old_config": {"learning_rate": 0.1},
         "new_config": {"learning_rate": 0.05}})
-    store.update_study(name, state=STUDY_COMPLETED)
+    store.update_study(name, state=StudyState.COMPLETED)
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +211,27 @@ def test_run_with_a_server_submits_the_study_with_its_own_code(served: Service,
                            token=served.token, wait=False)
     assert queued.record.state == "created"
     assert "code" not in served.store.get_study("server-code").provenance
+
+
+def test_a_remote_studys_campaign_is_the_one_in_its_store(served: Service, capsys) -> None:
+    from searchsvc.analysis.campaign import CAMPAIGN_KEY, Decision, first_round, next_round
+    from searchsvc.spec import spec_of
+
+    store = served.store
+    seed_study(store, "round-one", "ada")
+    seed_study(store, "round-two", "ada", parent="round-one")
+    one = store.get_study("round-one")
+    one = store.update_study("round-one", provenance={
+        **one.provenance, CAMPAIGN_KEY: first_round(one, spec_of(one))})
+    made = [Decision("range", "learning_rate: [0.001, 0.1] -> [0.01, 1]",
+                     {"boundary_check": "near_high"})]
+    store.update_study("round-two", provenance={
+        **store.get_study("round-two").provenance, CAMPAIGN_KEY: next_round(one, made)})
+    remote = searchsvc.load("round-two", server=served.url, token=served.token).campaign()
+    local = searchsvc.load("round-two", storage=served.url_db).campaign()
+    assert remote == local
+    assert [r.study for r in remote.rounds] == ["round-one", "round-two"]
+    assert remote.rounds[1].decisions == tuple(made)
+    assert main(["campaign", "round-one", "--json", "--server", served.url,
+                 "--token", served.token]) == 0
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(local.as_dict()))

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import searchsvc
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.testing.served import SPEC, Service, running_service
 
 pytestmark = pytest.mark.slow
@@ -97,14 +97,14 @@ def test_a_killed_service_resumes_its_studies_with_every_trial_once(service: Ser
     service.kill()  # the service, then its driver and that driver's Ray: a lost machine
     os.killpg(int(driver["pid"]), signal.SIGKILL)
     before = {t.number: t for t in service.store.get_trials("survivor")
-              if t.state == TRIAL_COMPLETED}
+              if t.state == TrialState.COMPLETED}
     assert 6 <= len(before) < 24
 
     service.start()
     service.wait_for("survivor", "completed")
     after = {t.number: t for t in service.store.get_trials("survivor", measurements=True)}
     assert sorted(after) == list(range(24))
-    assert all(t.state == TRIAL_COMPLETED for t in after.values())
+    assert all(t.state == TrialState.COMPLETED for t in after.values())
     for number, old in before.items():  # finished before the kill: kept, not run again
         assert (after[number].attempts, after[number].finished_at) == (1, old.finished_at)
     for t in after.values():

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.core import EVENT_STORE_OUTAGE, TRIAL_COMPLETED
+from searchsvc.core import EventKind, TrialState
 from searchsvc.testing.postgres import running_server
 from searchsvc.testing.served import running_service
 from tests.outages import SPEC, STEPS, TRIALS
@@ -38,7 +38,7 @@ def test_a_study_the_service_runs_rides_through_a_database_restart(tmp_path: Pat
         trials = service.store.get_trials("steady", measurements=True)
         assert [t.number for t in trials] == list(range(TRIALS))
         for t in trials:
-            assert t.state == TRIAL_COMPLETED and t.attempts == 1
+            assert t.state == TrialState.COMPLETED and t.attempts == 1
             assert [m.step for m in t.measurements] == list(range(1, STEPS + 1))
         # the driver met the outage and rode through it (not merely idle while it lasted)
-        assert service.store.get_events("steady", kind=EVENT_STORE_OUTAGE)
+        assert service.store.get_events("steady", kind=EventKind.STORE_OUTAGE)

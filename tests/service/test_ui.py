@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED
+from searchsvc.core import TrialState
 from searchsvc.service import ServiceConfig, create_app
 from searchsvc.service.ui import COOKIE
 from searchsvc.store import SqlStore, Store
@@ -42,9 +42,9 @@ def with_trials(client: TestClient, store: Store, token: str) -> None:
     good = store.start_trial(study.id, number=0, config={"lr": 0.01}, arm={}, seed=1).id
     store.record_measurements(good, 1, study.mode, [(1, 0.5, {study.metric: 0.5}),
                                                     (2, 0.25, {study.metric: 0.25})])
-    store.finish_trial(good, TRIAL_COMPLETED)
+    store.finish_trial(good, TrialState.COMPLETED)
     bad = store.start_trial(study.id, number=1, config={"lr": 0.5}, arm={}, seed=2).id
-    store.finish_trial(bad, TRIAL_FAILED, error="<script>alert(1)</script> went wrong")
+    store.finish_trial(bad, TrialState.FAILED, error="<script>alert(1)</script> went wrong")
 
 
 def test_signed_out_visitors_are_sent_to_sign_in(client: TestClient) -> None:
@@ -155,7 +155,7 @@ def test_seed_repeats_are_shown_with_the_trial_they_repeat_in_the_ui_and_the_api
     study = store.get_study("quickstart")
     repeat = store.start_trial(study.id, number=2, config={"lr": 0.01}, arm={}, seed=77,
                                repeat_of=0).id
-    store.finish_trial(repeat, TRIAL_COMPLETED)
+    store.finish_trial(repeat, TrialState.COMPLETED)
     page = client.get("/ui/studies/quickstart", headers=auth(token)).text
     row = page[page.index('data-trial="2"'):].split("</tr>")[0]
     assert 'title="seed 77">#0</td>' in row
@@ -164,3 +164,15 @@ def test_seed_repeats_are_shown_with_the_trial_they_repeat_in_the_ui_and_the_api
     api = {t["number"]: t for t in client.get("/studies/quickstart/trials",
                                                headers=auth(token)).json()}
     assert (api[2]["repeat_of"], api[2]["seed"], api[0]["repeat_of"]) == (0, 77, None)
+
+
+def test_a_failed_studys_page_says_why_it_failed(client: TestClient, store: Store) -> None:
+    token = store.create_token("ada")
+    signed_in(client, token)
+    with_trials(client, store, token)
+    assert 'id="failure"' not in client.get("/ui/studies/quickstart").text
+    store.update_study("quickstart", state="failed",
+                       provenance={"failure": "its driver exited with code 1 <3 times>"})
+    page = client.get("/ui/studies/quickstart").text
+    assert ('<p class="error" id="failure">Why it failed: its driver exited with code 1 '
+            "&lt;3 times&gt;</p>") in page

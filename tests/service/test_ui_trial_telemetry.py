@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fastapi.testclient import TestClient
 
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.store import Store
 from tests.service.test_api import SPEC, auth
 from tests.service.test_ui import client, store  # noqa: F401  (fixtures)
@@ -23,7 +23,7 @@ def test_the_trial_page_shows_every_steps_telemetry(client: TestClient, store: S
     store.record_measurements(trial, 1, study.mode, [
         (1, 0.5, {study.metric: 0.5}, telemetry[0]), (2, 0.25, {study.metric: 0.25},
                                                       telemetry[1])])
-    store.finish_trial(trial, TRIAL_COMPLETED)
+    store.finish_trial(trial, TrialState.COMPLETED)
     study_page = client.get("/ui/studies/quickstart", headers=auth(token))
     assert 'href="/ui/studies/quickstart/trials/0"' in study_page.text
     page = client.get("/ui/studies/quickstart/trials/0", headers=auth(token))

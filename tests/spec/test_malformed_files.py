@@ -103,6 +103,11 @@ CASES: list[tuple[str, str, int | None, str, str, str | None]] = [
      "`high` is missing", None),
     ("fractional-gpus-above-one", HEAD + "resources: {gpu: 1.5}\n"
      "parameters: {x: {low: 0, high: 1}}\n", 5, "resources.gpu", "whole GPUs", "1.5"),
+    ("gpu-misspelt-auto", HEAD + "resources: {gpu: automatic}\n"
+     "parameters: {x: {low: 0, high: 1}}\n", 5, "resources.gpu", "a number of GPUs or `auto`",
+     "'automatic'"),
+    ("gpu-auto-with-workers", HEAD + "resources: {gpu: auto, workers: 2}\n"
+     "parameters: {x: {low: 0, high: 1}}\n", 5, "resources.gpu", "needs a number", "'auto'"),
     ("zero-workers", HEAD + "resources: {workers: 0}\nparameters: {x: {low: 0, high: 1}}\n", 5,
      "resources.workers", "must be at least 1", "0"),
     ("fractional-workers", HEAD + "resources: {workers: 1.5}\n"
@@ -159,6 +164,18 @@ def test_malformed_file_reports_location_and_exits_2(tmp_path: Path, capsys, tex
     if value is not None:
         assert any(f"(got {value})" in e for e in matching), errors
     assert "Traceback" not in errors
+
+
+def test_gpu_auto_is_accepted(tmp_path: Path, capsys) -> None:
+    """``gpu: auto``: the first trials hold a whole GPU, the driver packs the rest."""
+    from searchsvc.spec import load_spec
+
+    path = tmp_path / "study.yaml"
+    path.write_text(HEAD + "budget: {trials: 4}\nresources: {cpu: 4, gpu: auto}\n"
+                    "parameters: {x: {low: 0, high: 1}}\n")
+    assert main(["validate", str(path)]) == 0, capsys.readouterr().err
+    resources = load_spec(path).resources
+    assert (resources.gpu, resources.gpu_auto, resources.cpu) == (1.0, True, 4.0)
 
 
 def test_at_least_25_distinct_malformed_files() -> None:

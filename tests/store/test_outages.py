@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import IntegrityError, OperationalError
 
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.errors import StoreError
 from searchsvc.store import SqlStore
 from searchsvc.store.outage import Outage, is_transient, window_from_env
@@ -54,10 +54,10 @@ def test_a_restarted_postgresql_is_ridden_through_with_every_step_stored_once(
         store.record_measurements(trial_id, 1, "min", [(step, 1.0 / step, {"loss": 1 / step})])
         time.sleep(0.05)
     restart.join()
-    store.finish_trial(trial_id, TRIAL_COMPLETED, final_metrics={"loss": 1 / steps})
+    store.finish_trial(trial_id, TrialState.COMPLETED, final_metrics={"loss": 1 / steps})
     [trial] = store.get_trials("s", measurements=True)
     assert [m.step for m in trial.measurements] == list(range(1, steps + 1))
-    assert trial.state == TRIAL_COMPLETED and trial.best_value == pytest.approx(1 / steps)
+    assert trial.state == TrialState.COMPLETED and trial.best_value == pytest.approx(1 / steps)
     ended = [o for o in seen if o.ended is not None]
     assert len(ended) == 1 and ended[0].seconds >= 1.0, seen  # it noticed, and rode through
     assert store.unreachable() is None

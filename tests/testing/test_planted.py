@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_INFEASIBLE
-from searchsvc.searchers import Observation, Proposal, QuasiRandomSearcher
+from searchsvc.core import TrialState
+from searchsvc.searchers import Observation, Proposal
+from searchsvc.searchers.simple import QuasiRandomSearcher
 from searchsvc.store import InMemoryStore
 from searchsvc.testing.planted import (
     Rows,
@@ -58,8 +59,8 @@ def test_records_equal_what_the_store_keeps_for_the_same_trials() -> None:
         [[(m.step, m.value) for m in t.measurements] for t in stored.trials]
     assert (built.study.name, built.study.total_trials) == (stored.study.name, 24)
     fourth = built.trials[4]
-    assert (fourth.state, fourth.best_value, fourth.last_step) == (TRIAL_INFEASIBLE, 1.0, 2)
-    assert all(t.state == TRIAL_COMPLETED and t.last_step == 8
+    assert (fourth.state, fourth.best_value, fourth.last_step) == (TrialState.INFEASIBLE, 1.0, 2)
+    assert all(t.state == TrialState.COMPLETED and t.last_step == 8
                for t in built.trials if t.number != 4)
 
 

@@ -7,16 +7,7 @@ import math
 import time
 from dataclasses import replace
 
-from searchsvc.core import (
-    STUDY_COMPLETED,
-    STUDY_RUNNING,
-    TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_RUNNING,
-    Measurement,
-    StudyRecord,
-    TrialRecord,
-)
+from searchsvc.core import Measurement, StudyRecord, StudyState, TrialRecord, TrialState
 from searchsvc.spec import StudySpec, parse_spec
 from searchsvc.tracking import Tracker
 
@@ -43,7 +34,7 @@ def spec(text: str = SPEC) -> StudySpec:
     return parse_spec(text)
 
 
-def study(state: str = STUDY_RUNNING, created_at: float = NOW - 100) -> StudyRecord:
+def study(state: str = StudyState.RUNNING, created_at: float = NOW - 100) -> StudyRecord:
     return StudyRecord(id=1, name="tracked", state=state, metric="loss", mode="min",
                        searcher="quasi_random", spec_text=SPEC, spec_file="<spec>",
                        created_at=created_at, started_at=NOW - 90)
@@ -65,12 +56,12 @@ def measurement(number: int, step: int, attempt: int = 1) -> Measurement:
                        attempt=attempt, recorded_at=NOW + step)
 
 
-def trial(number: int, attempt: int = 1, state: str = TRIAL_RUNNING,
+def trial(number: int, attempt: int = 1, state: str = TrialState.RUNNING,
           steps: int = 0) -> TrialRecord:
     return TrialRecord(
         id=100 + number, study_id=1, number=number, state=state, config=config(number),
         arm={"depth": config(number)["depth"]}, seed=1000 + number, attempts=attempt,
-        started_at=NOW + number, finished_at=NOW + 50 if state != TRIAL_RUNNING else None,
+        started_at=NOW + number, finished_at=NOW + 50 if state != TrialState.RUNNING else None,
         measurements=tuple(measurement(number, s, attempt) for s in range(1, steps + 1)),
         last_step=steps or None,
         repeat_of=0 if number == 3 else None,
@@ -78,7 +69,7 @@ def trial(number: int, attempt: int = 1, state: str = TRIAL_RUNNING,
 
 
 def run_trial(tracker: Tracker, number: int, *, attempt: int = 1, steps: int = STEPS,
-              state: str = TRIAL_COMPLETED, batches: int = 2) -> TrialRecord:
+              state: str = TrialState.COMPLETED, batches: int = 2) -> TrialRecord:
     """Feed one trial as the driver does: start, its steps in ``batches``, its end."""
     record = trial(number, attempt)
     tracker.trial_started(record)
@@ -87,12 +78,12 @@ def run_trial(tracker: Tracker, number: int, *, attempt: int = 1, steps: int = S
     for i in range(0, len(items), size):
         tracker.measurements(record, items[i:i + size])
     ended = replace(record, state=state, finished_at=NOW + 60, last_step=steps or None,
-                    error="it broke" if state == TRIAL_FAILED else None,
+                    error="it broke" if state == TrialState.FAILED else None,
                     measurements=tuple(items))
     tracker.trial_finished(ended)
     return ended
 
 
-def finished(state: str = STUDY_COMPLETED) -> StudyRecord:
+def finished(state: str = StudyState.COMPLETED) -> StudyRecord:
     return replace(study(state), trial_counts={"completed": 3}, best_value=loss(2, STEPS),
                    finished_at=NOW + 100)

@@ -14,12 +14,7 @@ import pytest
 from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
-from searchsvc.core import (
-    STUDY_INTERRUPTED,
-    TRIAL_COMPLETED,
-    TRIAL_FAILED,
-    TRIAL_INTERRUPTED,
-)
+from searchsvc.core import StudyState, TrialState
 from searchsvc.tracking import ReportFolder, TensorBoardTracker, Trackers
 from searchsvc.tracking.mlflow_tracker import MlflowTracker, metric_key
 from tests.tracking.records import (
@@ -63,7 +58,7 @@ def test_a_run_per_trial_with_params_tags_and_each_steps_metrics(tmp_path: Path)
     mlf = tracker(tmp_path)
     mlf.study_started(study(), spec(), [])
     for number in range(3):
-        run_trial(mlf, number, state=TRIAL_FAILED if number == 2 else TRIAL_COMPLETED)
+        run_trial(mlf, number, state=TrialState.FAILED if number == 2 else TrialState.COMPLETED)
     run_trial(mlf, 3, steps=2)  # a seed repeat of trial 0
     (tmp_path / "report").mkdir()
     (tmp_path / "report" / "report.html").write_text("<html></html>")
@@ -123,7 +118,7 @@ def test_a_resume_duplicates_no_run_and_no_step(tmp_path: Path) -> None:
     first.measurements(trial(1), [measurement(1, 1), measurement(1, 2)])
 
     # The resume: the driver marks trial 1 interrupted and passes what the store holds.
-    stored = [done, trial(1, state=TRIAL_INTERRUPTED, steps=3)]
+    stored = [done, trial(1, state=TrialState.INTERRUPTED, steps=3)]
     second = tracker(tmp_path)
     second.study_started(study(), spec(), stored)
     runs = trial_runs(tmp_path)
@@ -136,7 +131,7 @@ def test_a_resume_duplicates_no_run_and_no_step(tmp_path: Path) -> None:
 
     # Trial 1 runs again, as attempt 2: it replaces attempt 1's run.
     rerun = run_trial(second, 1, attempt=2)
-    second.study_finished(replace(finished(), state=STUDY_INTERRUPTED), None)
+    second.study_finished(replace(finished(), state=StudyState.INTERRUPTED), None)
     runs = trial_runs(tmp_path)
     assert sorted(runs) == [0, 1]
     assert runs[1].data.tags["searchsvc.attempt"] == "2"
@@ -175,7 +170,7 @@ def test_a_resume_after_a_kill_between_metrics_and_their_tag_duplicates_no_step(
     MlflowClient().set_tag(run_id, "searchsvc.logged_step", "1")  # step 2's tag never landed
 
     second = tracker(tmp_path)
-    second.study_started(study(), spec(), [trial(1, state=TRIAL_INTERRUPTED, steps=3)])
+    second.study_started(study(), spec(), [trial(1, state=TrialState.INTERRUPTED, steps=3)])
     assert history(run_id) == [(s, pytest.approx(loss(1, s))) for s in (1, 2, 3)]
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-from searchsvc.core import TRIAL_COMPLETED
+from searchsvc.core import TrialState
 from searchsvc.store import SqlStore
 from searchsvc.testing.served import free_port
 
@@ -144,7 +144,7 @@ def test_a_tracking_server_that_answers_nothing_holds_no_trial_up_and_loses_noth
                 trials = store.get_trials("slow-tracking", measurements=True)
             except Exception:  # the study is not created yet
                 trials = []
-            if len(trials) == TRIALS and all(t.state == TRIAL_COMPLETED for t in trials):
+            if len(trials) == TRIALS and all(t.state == TrialState.COMPLETED for t in trials):
                 break
             time.sleep(0.2)
         assert proxy.answered == 0 and proxy.held >= 1

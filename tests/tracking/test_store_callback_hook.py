@@ -9,7 +9,7 @@ import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_INTERRUPTED
+from searchsvc.core import TrialState
 from searchsvc.driver.callbacks import StoreCallback
 from searchsvc.driver.progress import Progress
 from searchsvc.searchers import create_searcher
@@ -95,9 +95,9 @@ def test_trackers_get_each_write_after_the_store_has_it() -> None:
         ("started", 1, "running", []),
         ("steps", 0, [1, 2], [1, 2]),
         ("steps", 0, [3], [1, 2, 3]),
-        ("finished", 0, TRIAL_COMPLETED, TRIAL_COMPLETED),
+        ("finished", 0, TrialState.COMPLETED, TrialState.COMPLETED),
         ("steps", 1, [1], [1]),
-        ("finished", 1, TRIAL_INTERRUPTED, TRIAL_INTERRUPTED),
+        ("finished", 1, TrialState.INTERRUPTED, TrialState.INTERRUPTED),
     ]
 
 
@@ -106,3 +106,22 @@ def test_the_callback_pickles_without_its_trackers() -> None:
     cb = callback(store, Trackers([StoreChecker(store)]))
     copy = pickle.loads(pickle.dumps(cb))
     assert copy.detached and not hasattr(copy, "trackers")
+
+
+def test_a_result_sent_by_another_trial_never_lands_in_this_ones_record() -> None:
+    store = InMemoryStore()
+    cb = callback(store, Trackers([]))
+    one = fake_trial(1)
+    cb.on_trial_start(0, [], one)
+    cb.on_trial_result(0, [], one, {"training_iteration": 1, "loss": 0.7, "searchsvc_trial": 1})
+    for step in (2, 3):  # trial 0's, through the worker Ray Tune reused for trial 1
+        cb.on_trial_result(0, [], one, {"training_iteration": step, "loss": 0.1,
+                                        "searchsvc_trial": 0})
+    cb.on_trial_result(0, [], one, {"training_iteration": 2, "loss": 0.6})  # unmarked: its own
+    cb.on_trial_complete(0, [], one)
+    [trial] = store.get_trials("tracked", measurements=True)
+    assert [(m.step, m.metrics["loss"]) for m in trial.measurements] == [(1, 0.7), (2, 0.6)]
+    assert "searchsvc_trial" not in trial.measurements[0].metrics
+    assert trial.final_metrics["loss"] == 0.6
+    events = [e for e in store.get_events("tracked") if e.kind == "foreign_result"]
+    assert [(e.number, e.step, e.data) for e in events] == [(1, 2, {"from": 0})]

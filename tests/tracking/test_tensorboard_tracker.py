@@ -11,7 +11,7 @@ from tensorboard.backend.event_processing import plugin_event_multiplexer
 from tensorboard.plugins.hparams import api_pb2, metadata
 from tensorboard.util import tensor_util
 
-from searchsvc.core import TRIAL_COMPLETED, TRIAL_FAILED, TRIAL_INTERRUPTED
+from searchsvc.core import TrialState
 from searchsvc.tracking import TensorBoardTracker
 from tests.tracking.records import (
     STEPS,
@@ -72,7 +72,7 @@ def test_event_files_hold_the_experiment_each_trials_hparams_and_every_steps_sca
     tb = TensorBoardTracker(tmp_path / "tb")
     tb.study_started(study(), spec(), [])
     run_trial(tb, 0)
-    run_trial(tb, 1, state=TRIAL_FAILED, steps=2)
+    run_trial(tb, 1, state=TrialState.FAILED, steps=2)
     run_trial(tb, 2, batches=4)
     tb.study_finished(finished(), None)
 
@@ -109,7 +109,7 @@ def test_a_resume_rewrites_what_the_kill_left_and_duplicates_nothing(tmp_path: P
     kept = sorted((tmp_path / "tb" / "trial_00000").iterdir())
 
     second = TensorBoardTracker(tmp_path / "tb")
-    second.study_started(study(), spec(), [done, trial(1, state=TRIAL_INTERRUPTED, steps=3)])
+    second.study_started(study(), spec(), [done, trial(1, state=TrialState.INTERRUPTED, steps=3)])
     logs = Logs(tmp_path / "tb")
     assert logs.scalars("trial_00001", "loss") == curve(1, range(1, 4))
     assert logs.status("trial_00001") == api_pb2.STATUS_UNKNOWN
@@ -137,7 +137,7 @@ def test_an_overwritten_study_replaces_the_old_ones_trials(tmp_path: Path) -> No
     run_trial(old, 1)
     new = TensorBoardTracker(tmp_path / "tb")
     new.study_started(study(created_at=2000.0), spec(), [])
-    run_trial(new, 0, state=TRIAL_COMPLETED, steps=1)
+    run_trial(new, 0, state=TrialState.COMPLETED, steps=1)
     logs = Logs(tmp_path / "tb")
     assert logs.runs() == [".", "trial_00000"]
     assert logs.scalars("trial_00000", "loss") == curve(0, range(1, 2))

@@ -10,14 +10,7 @@ import pytest
 
 from searchsvc.core import Measurement, StudyRecord, TrialRecord
 from searchsvc.errors import SpecError
-from searchsvc.spec import (
-    MlflowTracking,
-    StudySpec,
-    TensorBoardTracking,
-    Tracking,
-    json_schema,
-    parse_spec,
-)
+from searchsvc.spec import StudySpec, Tracking, json_schema, parse_spec
 from searchsvc.tracking import (
     MlflowTracker,
     ReportFolder,
@@ -26,6 +19,8 @@ from searchsvc.tracking import (
     Trackers,
     open_trackers,
 )
+from searchsvc.tracking.mlflow_tracker import MlflowOptions as MlflowTracking
+from searchsvc.tracking.tensorboard_tracker import TensorBoardOptions as TensorBoardTracking
 from tests.tracking.records import run_trial, spec, study
 
 BASE = """

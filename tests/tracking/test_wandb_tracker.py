@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.core import STUDY_INTERRUPTED, TRIAL_FAILED, TRIAL_INTERRUPTED, Measurement
+from searchsvc.core import Measurement, StudyState, TrialState
 from searchsvc.errors import SpecError
 from searchsvc.service.allowlist import refused_tracking
 from searchsvc.spec import parse_spec
@@ -81,8 +81,8 @@ def test_a_run_per_trial_with_config_roles_steps_telemetry_and_its_end(tmp_path:
     record = trial(1)
     wandb_tracker.trial_started(record)
     wandb_tracker.measurements(record, [with_telemetry(measurement(1, 1))])
-    failed = replace(record, state=TRIAL_FAILED, error="it broke", finished_at=record.started_at,
-                     final_metrics={"loss": loss(1, 1)})
+    failed = replace(record, state=TrialState.FAILED, error="it broke",
+                     finished_at=record.started_at, final_metrics={"loss": loss(1, 1)})
     wandb_tracker.trial_finished(failed)
     report = tmp_path / "report"
     report.mkdir()
@@ -129,7 +129,7 @@ def test_a_resume_writes_no_step_twice_across_a_trials_runs(tmp_path: Path) -> N
     first.close()
     ended_runs(tmp_path, 3)  # trial 0's, trial 1's (closed unfinished) and the study's
 
-    stored = [done, trial(1, state=TRIAL_INTERRUPTED, steps=3)]
+    stored = [done, trial(1, state=TrialState.INTERRUPTED, steps=3)]
     second = tracker(tmp_path)
     second.study_started(study(), spec(), stored)
     ended_runs(tmp_path, 4)  # and trial 1's second run, ended with the trial
@@ -140,7 +140,7 @@ def test_a_resume_writes_no_step_twice_across_a_trials_runs(tmp_path: Path) -> N
 
     # Trial 1 runs again as attempt 2: it replaces attempt 1's runs, deleted from disk.
     run_trial(second, 1, attempt=2)
-    second.study_finished(replace(finished(), state=STUDY_INTERRUPTED), None)
+    second.study_finished(replace(finished(), state=StudyState.INTERRUPTED), None)
     second.close()
     ended_runs(tmp_path, 4)  # trial 0's, trial 1's rerun and the two study runs
     runs = trial_runs(tmp_path)

@@ -252,3 +252,34 @@ def test_run_locally_returns_each_reports_measurements_under_their_key() -> None
     reports = sdk.run_locally(objective, {})
     assert [DIMENSIONALITY_KEY in r for r in reports] == [True, False, True]
     assert [r["loss"] for r in reports] == [1.0, 0.5, pytest.approx(1 / 3)]
+
+
+def test_a_reused_workers_trials_each_report_only_their_own_measurements() -> None:
+    # Ray Tune reuses a worker process: trial 2's thread may still be ending (its hooks on, a
+    # measurement pending) when trial 3 starts watching in another thread.
+    import threading
+
+    sent: list[dict] = []
+    report = _with_telemetry(lambda metrics, *a, **k: sent.append(dict(metrics)))
+    set_current(TrialContext(number=2, max_steps=20))
+    old = mlp(1)
+    sdk.watch(old, every=1)
+    old(torch.randn(16, 8))  # measured: pending for trial 2
+
+    def trial_three() -> None:
+        set_current(TrialContext(number=3, max_steps=20))  # the process's trial from now on
+        new = mlp(16)
+        sdk.watch(new, every=1)
+        new(torch.randn(16, 8))
+        report({"loss": 0.5})
+
+    thread = threading.Thread(target=trial_three)
+    thread.start()
+    thread.join()
+    report({"loss": 1.0})  # trial 2's thread reports last
+    three, two = sent
+    assert three["searchsvc_trial"] == 3 and two["searchsvc_trial"] == 2
+    assert three[DIMENSIONALITY_KEY]["layers"]["0"]["participation_ratio"] > 1.5
+    assert two[DIMENSIONALITY_KEY]["layers"]["0"]["participation_ratio"] == pytest.approx(1.0)
+    dimensionality.close_trial(2)  # trial 2 ends: trial 3's watcher keeps measuring
+    assert [w.trial for w in dimensionality._watchers] == [3]

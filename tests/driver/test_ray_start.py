@@ -1,0 +1,60 @@
+"""Starting the embedded Ray: a node that timed out starting (Ray's fixed 30 s, on a machine
+whose cores are all busy) is started once more, with a line saying why; any other failure, and
+any failure to attach to a cluster, is reported at once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from searchsvc.driver import run
+
+SLOW = ("The current node timed out during startup. This could happen because some of the "
+        "raylet failed to startup or the GCS has become overloaded.")
+
+
+class FakeInit:
+    def __init__(self, *failures: Exception):
+        self.failures, self.calls = list(failures), []  # type: list[Exception], list[dict]
+
+    def __call__(self, **kwargs: Any) -> None:
+        self.calls.append(kwargs)
+        if self.failures:
+            raise self.failures.pop(0)
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch):
+    import ray
+
+    from searchsvc.driver import shutdown
+
+    def use(*failures: Exception) -> FakeInit:
+        init = FakeInit(*failures)
+        monkeypatch.setattr(ray, "init", init)
+        monkeypatch.setattr(shutdown, "shutdown_ray", lambda: None)
+        return init
+    return use
+
+
+def test_an_embedded_node_that_timed_out_starting_is_started_once_more(fake, capsys) -> None:
+    init = fake(Exception(SLOW))
+    run._init_ray({"address": "local", "num_cpus": 2}, embedded=True)
+    assert init.calls == [{"address": "local", "num_cpus": 2}] * 2
+    assert "did not start in time" in capsys.readouterr().err
+
+
+def test_a_second_timeout_other_failures_and_clusters_are_reported_at_once(fake) -> None:
+    init = fake(Exception(SLOW), Exception(SLOW))
+    with pytest.raises(Exception, match="timed out during startup"):
+        run._init_ray({"address": "local"}, embedded=True)
+    assert len(init.calls) == 2
+    init = fake(ValueError("bad num_cpus"))
+    with pytest.raises(ValueError):
+        run._init_ray({"address": "local"}, embedded=True)
+    assert len(init.calls) == 1
+    init = fake(Exception(SLOW))
+    with pytest.raises(Exception, match="timed out"):
+        run._init_ray({"address": "10.0.0.1:6380"}, embedded=False)
+    assert len(init.calls) == 1

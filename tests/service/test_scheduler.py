@@ -1,0 +1,85 @@
+"""The service's scheduler and a driver that cannot get its study going: after a few failed
+launches in a row the study is failed with the driver's last line as the reason, instead of
+being relaunched forever with nothing in the API saying why; a driver that ran its study, or
+was cancelled, never counts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from searchsvc.core import StudyState
+from searchsvc.service.scheduler import MAX_FAILED_LAUNCHES, StudyScheduler
+from searchsvc.store import InMemoryStore, Store
+
+
+def queued(store: Store, name: str) -> None:
+    store.create_study(name=name, metric="loss", mode="min", searcher="random", spec_text="",
+                       spec_file="<request>", total_trials=4, results_dir=None, provenance={},
+                       owner="ada")
+
+
+def drivers(monkeypatch: pytest.MonkeyPatch, scheduler: StudyScheduler, code: str) -> list:
+    """Each launch runs ``code`` in Python (as a driver process would run), its output in the
+    study's log; the launches made, in order."""
+    launched: list[str] = []
+
+    def launch(name: str) -> subprocess.Popen:
+        launched.append(name)
+        assert scheduler.logs is not None
+        scheduler.logs.mkdir(parents=True, exist_ok=True)
+        log = (scheduler.logs / f"{name}.log").open("a")
+        return subprocess.Popen([sys.executable, "-c", code], stdout=log,
+                                stderr=subprocess.STDOUT)
+
+    monkeypatch.setattr(scheduler, "_launch", launch)
+    return launched
+
+
+def tick_until(scheduler: StudyScheduler, done, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "the scheduler did not get there"
+        scheduler.tick()
+        time.sleep(0.05)
+
+
+def test_a_driver_failing_before_its_study_runs_fails_the_study_with_why(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    store = InMemoryStore()
+    queued(store, "stuck")
+    scheduler = StudyScheduler(store, logs=tmp_path / "logs")
+    launched = drivers(monkeypatch, scheduler, "import sys\nprint('starting')\n"
+                       "print('could not start Ray locally: Exception: timed out')\n"
+                       "sys.exit(1)")
+    tick_until(scheduler, lambda: store.get_study("stuck").state == StudyState.FAILED)
+    assert launched == ["stuck"] * MAX_FAILED_LAUNCHES
+    failure = store.get_study("stuck").provenance["failure"]
+    assert failure == (f"its driver exited with code 1 {MAX_FAILED_LAUNCHES} times in a row "
+                       "before the study could run: could not start Ray locally: Exception: "
+                       "timed out")
+    for _ in range(5):  # and it is not launched again
+        scheduler.tick()
+    assert launched == ["stuck"] * MAX_FAILED_LAUNCHES and not scheduler.running
+
+
+def test_a_driver_that_ran_or_stopped_its_study_resets_the_count(tmp_path: Path) -> None:
+    store = InMemoryStore()
+    queued(store, "fine")
+    scheduler = StudyScheduler(store, logs=tmp_path / "logs")
+    for _ in range(MAX_FAILED_LAUNCHES - 1):
+        scheduler._judge_exit("fine", 1)
+    assert scheduler.failed_launches == {"fine": MAX_FAILED_LAUNCHES - 1}
+    scheduler._judge_exit("fine", 0)  # it ran (a study resumed later starts counting anew)
+    assert scheduler.failed_launches == {}
+    for _ in range(MAX_FAILED_LAUNCHES - 1):
+        scheduler._judge_exit("fine", 1)
+    store.update_study("fine", state=StudyState.INTERRUPTED)
+    scheduler._judge_exit("fine", 130)  # Ctrl-C or cancel: the study says it stopped
+    assert scheduler.failed_launches == {}
+    study = store.get_study("fine")
+    assert study.state == StudyState.INTERRUPTED and "failure" not in study.provenance

@@ -1,0 +1,60 @@
+"""What the front doors (CLI, Python API, client, service) get from usecases instead of the
+layers below: plain run options the driver receives unchanged, and the service's warm-up."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from searchsvc import usecases
+from searchsvc.core import StudyRecord, StudyState
+from searchsvc.driver import run as driver_run
+from searchsvc.report.writer import ReportFiles
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_run_options_reach_the_driver_as_its_own_unchanged() -> None:
+    assert ([f.name for f in fields(usecases.RunOptions)]
+            == [f.name for f in fields(driver_run.RunOptions)])
+    stream = io.StringIO()
+    given = usecases.RunOptions(address="auto", results_root=Path("r"), num_cpus=2, num_gpus=1,
+                                verbose=True, progress_stream=stream, live_progress=False)
+    passed = usecases._driver_options(given)
+    assert passed == driver_run.RunOptions(
+        address="auto", results_root=Path("r"), num_cpus=2, num_gpus=1, verbose=True,
+        progress_stream=stream, live_progress=False)
+    assert passed.progress_stream is stream  # the caller's stream itself, not a copy
+    assert usecases._driver_options(None) == driver_run.RunOptions()
+    own = driver_run.RunOptions(num_cpus=3)
+    assert usecases._driver_options(own) is own  # a caller of the driver's options still works
+
+
+def test_a_run_stopped_by_ctrl_c_says_so() -> None:
+    study = StudyRecord(id=1, name="s", state=StudyState.INTERRUPTED, metric="loss", mode="min",
+                        searcher="random", spec_text="", spec_file="s.yaml", created_at=0.0)
+    files = ReportFiles(Path("."), {})
+
+    def ended(reason: str) -> usecases.StudyRun:
+        return usecases.StudyRun(driver_run.RunOutcome(study, 1, 4, reason), files)
+
+    assert ended(driver_run.STOPPED_BY_CTRL_C).stopped_by_ctrl_c
+    assert not ended("all trials finished").stopped_by_ctrl_c
+
+
+def test_the_service_imports_the_driver_and_report_only_when_it_warms_up() -> None:
+    code = ("import sys\nimport searchsvc.service\n"
+            "parts = ('searchsvc.driver', 'searchsvc.report', 'searchsvc.backends', "
+            "'searchsvc.searchers')\n"
+            "print([p for p in parts if p in sys.modules])\n"
+            "from searchsvc import usecases\nusecases.warm_up()\n"
+            "print([p for p in parts if p in sys.modules])\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=ROOT)
+    before, after = done.stdout.splitlines()
+    assert before == "[]"
+    assert after == ("['searchsvc.driver', 'searchsvc.report', 'searchsvc.backends', "
+                     "'searchsvc.searchers']")
