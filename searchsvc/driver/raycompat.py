@@ -12,6 +12,7 @@ test_raycompat.py`` checks that every private name below still exists in the ins
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -36,6 +37,12 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("PopulationBasedTraining", "_exploit"),
     ("TrialRunnerWrapper", "_tune_controller"),
     ("TuneController", "_cached_trial_decisions"),
+    ("TuneController", "_on_trial_reset"),
+    ("TuneController", "_resetting_trials"),
+    ("TuneController", "_trial_to_actor"),
+    ("TuneController", "_actor_to_trial"),
+    ("TuneController", "_remove_actor"),
+    ("TuneController", "_schedule_trial_actor"),
     ("ActorHandle", "_actor_id"),
     ("ray._private", "state"),
     ("ray.air._internal.usage", "tag_callbacks"),
@@ -210,3 +217,39 @@ def tag_callbacks_without_integrations() -> None:
     tag_callbacks.searchsvc = True  # type: ignore[attr-defined]
     usage.tag_callbacks = tag_callbacks
 
+
+
+def start_unresettable_trials_afresh() -> None:
+    """Make Ray Tune start a trial on a new worker when the worker it meant to reuse cannot
+    be reset, instead of leaving the trial in an error nobody is told of.
+
+    With ``reuse_actors``, a trial goes to the worker of one that ended, whose objective's
+    thread gets 2 s (``TUNE_FUNCTION_THREAD_TIMEOUT_S``) to finish. An objective still in its
+    clean-up after a stop (a final save, a data loader's workers joining, Keras unwinding
+    on a busy machine) outlasts that, and Ray then marks the new trial ERROR without calling
+    any callback, searcher or scheduler: the study waited for it forever. Here that worker is
+    stopped (its objective finishes on its own) and the trial is scheduled as any pending
+    trial. Idempotent."""
+    from ray.tune.execution.tune_controller import TuneController
+    from ray.tune.experiment import Trial
+
+    original = TuneController._on_trial_reset
+    if getattr(original, "searchsvc", False):
+        return
+
+    def _on_trial_reset(self: Any, trial: Any, success: bool) -> None:
+        if success or trial.status != Trial.PENDING or trial not in self._trial_to_actor:
+            original(self, trial, success)
+            return
+        self._resetting_trials.discard(trial)
+        logging.getLogger(__name__).warning(
+            "%s: the worker it was to reuse was still ending its previous trial's objective; "
+            "it starts on a new worker", trial)
+        worker = self._trial_to_actor.pop(trial)
+        self._actor_to_trial.pop(worker, None)
+        trial.set_ray_actor(None)
+        self._remove_actor(tracked_actor=worker)
+        self._schedule_trial_actor(trial)
+
+    _on_trial_reset.searchsvc = True  # type: ignore[attr-defined]
+    TuneController._on_trial_reset = _on_trial_reset  # type: ignore[method-assign]

@@ -506,6 +506,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     progress.start(f"seed repeats: {len(pending)} trials rerun the best configurations with new "
                    "seeds" if isinstance(searcher, RepeatSearcher) else None)
     raycompat.tag_callbacks_without_integrations()
+    raycompat.start_unresettable_trials_afresh()
     tuner.fit()
     if spec.resources.data_parallel:
         _wait_for_training_runs(spec.name, progress)

@@ -50,10 +50,10 @@ def test_every_private_name_still_exists() -> None:
 
 def _set_in_init(cls: type, name: str) -> bool:
     """Whether ``cls.__init__`` assigns ``self.<name>`` (instance attributes of classes that
-    are awkward to build here)."""
+    are awkward to build here), annotated or not."""
     import inspect
 
-    return f"self.{name} =" in inspect.getsource(cls.__init__)
+    return re.search(rf"self\.{name}\s*(:[^=\n]*)?=", inspect.getsource(cls.__init__)) is not None
 
 
 def test_a_hyperband_bracket_exposes_its_rungs() -> None:

@@ -100,3 +100,53 @@ def test_crash_retry_hang_and_nan_are_recorded_and_the_study_completes(ray_local
 
     nan = trials["nan"]
     assert nan.state == TrialState.INFEASIBLE and "non-finite at step 3" in nan.error
+
+
+LINGERING = '''
+import time
+
+from searchsvc import sdk
+
+
+def train(config):
+    try:
+        for step in range(1, 100):
+            sdk.report({"loss": config["x"] / step})
+    finally:
+        # Clean-up after the stop (a final save, a data loader's workers joining) that
+        # outlasts the 2 s Ray Tune gives a finished trial's thread before reusing its worker.
+        time.sleep(4)
+'''
+
+LINGERING_STUDY = """
+study: lingering
+objective: lingering:train
+metric: loss
+mode: min
+searcher: random
+budget: {trials: 3, max_concurrent: 1, max_steps: 2}
+parameters:
+  x: {type: float, low: 1.0, high: 2.0}
+"""
+
+
+@pytest.mark.timeout(240)
+def test_a_trial_whose_worker_is_still_cleaning_up_starts_on_a_new_worker(
+        ray_local, tmp_path: Path) -> None:
+    """Stopped at max_steps, each trial's objective keeps its thread 4 s in clean-up: Ray Tune
+    cannot reset that worker for the next trial. That trial must start on a new worker, not
+    be left in an error state nobody is told of (the study then waited for it forever)."""
+    (tmp_path / "lingering.py").write_text(textwrap.dedent(LINGERING))
+    path = tmp_path / "lingering.yaml"
+    path.write_text(LINGERING_STUDY)
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    spec = validate_file(path)
+    options = RunOptions(live_progress=False)
+    searcher = create_searcher(spec)
+    create_study(spec, store, options, searcher=searcher)
+    outcome = run_study(spec.name, store, options, searcher=searcher)
+
+    assert outcome.study.state == "completed" and outcome.finished == 3
+    trials = store.get_trials("lingering", measurements=True)
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * 3
+    assert all([m.step for m in t.measurements] == [1, 2] for t in trials)
