@@ -10,22 +10,15 @@ from pathlib import Path
 import pytest
 
 from searchsvc.core import TrialState
-from searchsvc.driver import RunOptions, create_study, run_study
+from searchsvc.driver import RunOptions, run_study
 from searchsvc.reporting import write_report
 from searchsvc.searchers import create_searcher
-from searchsvc.store import SqlStore, Store
+from searchsvc.store import SqlStore
 from searchsvc.usecases import validate as validate_file
+from tests.driver.studies import run_file
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_file(path: Path, store: Store):
-    spec = validate_file(path)
-    options = RunOptions(live_progress=False)
-    searcher = create_searcher(spec)
-    create_study(spec, store, options, searcher=searcher)
-    return run_study(spec.name, store, options, searcher=searcher)
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

@@ -20,6 +20,7 @@ from searchsvc.reporting import write_report
 from searchsvc.searchers import create_searcher
 from searchsvc.store import SqlStore
 from searchsvc.usecases import validate as validate_file
+from tests.driver.studies import run_file
 
 pytestmark = pytest.mark.slow
 HERE = Path(__file__).resolve().parent
@@ -44,11 +45,7 @@ def test_telemetry_of_every_step_and_its_diagnoses(ray_local, tmp_path: Path) ->
     path = tmp_path / "telemetry.yaml"
     path.write_text(textwrap.dedent(STUDY))
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    spec = validate_file(path)
-    options = RunOptions(live_progress=False)
-    searcher = create_searcher(spec)
-    create_study(spec, store, options, searcher=searcher)
-    outcome = run_study(spec.name, store, options, searcher=searcher)
+    outcome = run_file(path, store)
     assert outcome.study.state == "completed"
     trials = store.get_trials("telemetry", measurements=True)
     assert len(trials) == 6

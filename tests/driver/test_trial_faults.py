@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 
 from searchsvc.core import EventKind, TrialState
-from searchsvc.driver import RunOptions, create_study, run_study
-from searchsvc.searchers import create_searcher
 from searchsvc.store import SqlStore
-from searchsvc.usecases import validate as validate_file
+from tests.driver.studies import run_file
 
 pytestmark = pytest.mark.slow
 
@@ -65,11 +63,7 @@ def test_crash_retry_hang_and_nan_are_recorded_and_the_study_completes(ray_local
     path = tmp_path / "faults.yaml"
     path.write_text(STUDY)
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    spec = validate_file(path)
-    options = RunOptions(live_progress=False)
-    searcher = create_searcher(spec)
-    create_study(spec, store, options, searcher=searcher)
-    outcome = run_study(spec.name, store, options, searcher=searcher)
+    outcome = run_file(path, store)
 
     assert outcome.study.state == "completed" and outcome.finished == 5
     trials = {t.config["kind"]: t for t in store.get_trials("faults", measurements=True)}
@@ -140,11 +134,7 @@ def test_a_trial_whose_worker_is_still_cleaning_up_starts_on_a_new_worker(
     path = tmp_path / "lingering.yaml"
     path.write_text(LINGERING_STUDY)
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    spec = validate_file(path)
-    options = RunOptions(live_progress=False)
-    searcher = create_searcher(spec)
-    create_study(spec, store, options, searcher=searcher)
-    outcome = run_study(spec.name, store, options, searcher=searcher)
+    outcome = run_file(path, store)
 
     assert outcome.study.state == "completed" and outcome.finished == 3
     trials = store.get_trials("lingering", measurements=True)
