@@ -36,9 +36,13 @@ def ray_local():
     """One embedded Ray (2 CPUs, no dashboard) shared by the in-process runner tests."""
     import ray
 
-    # address="local": a new Ray even when `ray start` left a cluster address on this machine.
-    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR",
-             log_to_driver=False)
+    from searchsvc.driver.run import embedded_node_settings
+
+    # address="local": a new Ray even when `ray start` left a cluster address on this machine;
+    # started with the settings the driver's embedded Ray has.
+    with embedded_node_settings(True):
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR",
+                 log_to_driver=False)
     yield ray
     from searchsvc.driver.shutdown import shutdown_ray
 

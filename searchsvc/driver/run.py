@@ -667,17 +667,38 @@ def _init_ray(kwargs: dict[str, Any], *, embedded: bool) -> None:
     once more, with a line saying why (an attached cluster's failure is reported at once)."""
     import ray
 
-    try:
-        ray.init(**kwargs)
-    except Exception as exc:
-        if not embedded or _SLOW_NODE_START not in str(exc):
-            raise
-        from searchsvc.driver.shutdown import shutdown_ray
+    with embedded_node_settings(embedded):
+        try:
+            ray.init(**kwargs)
+        except Exception as exc:
+            if not embedded or _SLOW_NODE_START not in str(exc):
+                raise
+            from searchsvc.driver.shutdown import shutdown_ray
 
-        shutdown_ray()  # the half-started node's processes
-        print(f"searchsvc: Ray's node did not start in time ({exc}); the machine may be busy, "
-              "starting it once more", file=sys.stderr)
-        ray.init(**kwargs)
+            shutdown_ray()  # the half-started node's processes
+            print(f"searchsvc: Ray's node did not start in time ({exc}); the machine may be "
+                  "busy, starting it once more", file=sys.stderr)
+            ray.init(**kwargs)
+
+
+# Ray starts a worker process per CPU as soon as a driver connects, in the job's default
+# environment: a study with a code folder (a service's uploaded code, a cluster's working
+# directory) never uses them, and one without starts its trials' workers as fast on demand.
+# Each is a Python process importing Ray (about 2 CPU-seconds) on a machine the study needs.
+EMBEDDED_NODE_ENV = {"RAY_prestart_worker_first_driver": "0"}
+
+
+@contextmanager
+def embedded_node_settings(embedded: bool) -> Iterator[None]:
+    """Within: the environment an embedded Ray node starts with (EMBEDDED_NODE_ENV, where the
+    user has not set the variable); the caller's own environment is left as it was."""
+    added = {k: v for k, v in EMBEDDED_NODE_ENV.items() if embedded and k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)
 
 
 def _driver_info() -> dict[str, Any]:

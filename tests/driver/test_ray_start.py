@@ -17,9 +17,13 @@ SLOW = ("The current node timed out during startup. This could happen because so
 class FakeInit:
     def __init__(self, *failures: Exception):
         self.failures, self.calls = list(failures), []  # type: list[Exception], list[dict]
+        self.environments: list[dict[str, str]] = []
 
     def __call__(self, **kwargs: Any) -> None:
+        import os
+
         self.calls.append(kwargs)
+        self.environments.append(dict(os.environ))
         if self.failures:
             raise self.failures.pop(0)
 
@@ -58,3 +62,19 @@ def test_a_second_timeout_other_failures_and_clusters_are_reported_at_once(fake)
     with pytest.raises(Exception, match="timed out"):
         run._init_ray({"address": "10.0.0.1:6380"}, embedded=False)
     assert len(init.calls) == 1
+
+
+def test_an_embedded_node_prestarts_no_idle_workers_and_the_callers_environment_is_kept(
+        fake, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.delenv("RAY_prestart_worker_first_driver", raising=False)
+    init = fake()
+    run._init_ray({"address": "local"}, embedded=True)
+    assert init.environments[0]["RAY_prestart_worker_first_driver"] == "0"
+    assert "RAY_prestart_worker_first_driver" not in os.environ
+    run._init_ray({"address": "10.0.0.1:6380"}, embedded=False)  # a cluster's own settings
+    assert "RAY_prestart_worker_first_driver" not in init.environments[1]
+    monkeypatch.setenv("RAY_prestart_worker_first_driver", "1")  # the user's choice wins
+    run._init_ray({"address": "local"}, embedded=True)
+    assert init.environments[2]["RAY_prestart_worker_first_driver"] == "1"
