@@ -9,11 +9,11 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from searchsvc import provenance
 from searchsvc.backends import Backend, backend_class
@@ -54,6 +54,9 @@ from searchsvc.worker.objective import (
 )
 from searchsvc.worker.shadowing import named_shadowing
 from searchsvc.worker.workdir import NO_TRIAL_DIR_CHANGE
+
+if TYPE_CHECKING:
+    from searchsvc.driver.tune_search import Stage
 
 # Quiet Ray Tune's own console output (searchsvc shows its own progress) and its per-trial
 # CSV/JSON/TensorBoard loggers (the store has every result). Set before Ray Tune runs.
@@ -276,14 +279,18 @@ def _execute(run: _Run) -> None:
 
 def _search_then_repeat(run: _Run, pending: list[int]) -> None:
     """The search's pending trials on Ray Tune, then the seed repeats of its best configs
-    (unless Ctrl-C or the time limit stopped the search)."""
+    (unless Ctrl-C, a fail-fast stop or the time limit stopped the search): in the search's
+    own Tune run where they can be (:func:`_repeats_after_search`), else in a second one."""
     spec = run.spec
     if pending and spec.resources.gpu_auto:
         run.callback, spec = _fit_auto(run, pending)
     elif pending:
+        then = _repeats_after_search(run)
         run.callback = _fit(run.spec, run.study, run.store, run.searcher, pending, run.history,
                             run.progress, run.options, run.spec.budget.time_limit_s,
-                            run.trackers, search_paths=run.search_paths)
+                            run.trackers, search_paths=run.search_paths, then=then)
+        if then is not None:
+            return  # the repeats, if any were due, ran as the search's next stage
     plan = run.repeats()
     left = run.time_left()
     todo = [p.number for p in plan if p.number not in run.finished]
@@ -292,6 +299,25 @@ def _search_then_repeat(run: _Run, pending: list[int]) -> None:
         run.callback = _fit(spec, run.study, run.store, RepeatSearcher(spec, plan),
                             todo, [], run.progress, run.options, left, run.trackers,
                             search_paths=run.search_paths)
+
+
+def _repeats_after_search(run: _Run) -> Callable[[], Stage | None] | None:
+    """The seed repeats as the next stage of the search's own Tune run, so that its workers
+    carry over (no second start of every worker: imports, CUDA context, data); only where no
+    scheduler stops or perturbs trials, since a repeat runs its whole budget. Planned once
+    every search trial has ended; none after Ctrl-C or the time limit (nor a fail-fast stop:
+    :func:`_next_stage`)."""
+    if run.noise is None or run.searcher.schedule() is not None:
+        return None
+
+    def then() -> Stage | None:
+        left = run.time_left()
+        if run.ctrl_c.pressed or (left is not None and left <= 0):
+            return None
+        plan = run.repeats()
+        todo = [p.number for p in plan if p.number not in run.finished]
+        return (RepeatSearcher(run.spec, plan), todo) if todo else None
+    return then
 
 
 def _fit_auto(run: _Run, pending: list[int]) -> tuple[Any, StudySpec]:
@@ -442,12 +468,16 @@ def _repeat_plan(spec: StudySpec, store: Store, name: str, searcher: Searcher,
 def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
          pending: list[int], history: list[Observation], progress: Progress,
          options: RunOptions, time_limit_s: float | None, trackers: Tracker | None = None, *,
-         search_paths: Sequence[str], oom_retries: list[int] | None = None) -> Any:
+         search_paths: Sequence[str], oom_retries: list[int] | None = None,
+         then: Callable[[], Stage | None] | None = None) -> Any:
+    """One Ray Tune run of ``searcher``'s ``pending`` trials (and of ``then``'s stage after
+    them, see :class:`~searchsvc.driver.tune_search.StudySearch`); returns its store
+    callback once the run has ended."""
     with named_shadowing(search_paths):
         from ray import tune
 
         from searchsvc.driver import raycompat
-        from searchsvc.driver.callbacks import StoreCallback, StudyStopper
+        from searchsvc.driver.callbacks import StoreCallback
         from searchsvc.driver.schedulers import StudyHyperBand, create_scheduler
         from searchsvc.driver.settings import trial_settings
         from searchsvc.driver.tune_search import StudySearch
@@ -461,7 +491,6 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     results_dir = Path(study.results_dir or searchsvc_home() / "results" / spec.name)
     run_name = f"run-{time.strftime('%Y%m%d-%H%M%S')}"
     storage = (results_dir / "ray").resolve()
-    trainable = _trainable(spec, settings, storage / run_name)
     callback = StoreCallback(
         store, study, searcher, progress, trial_timeout_s=spec.budget.trial_timeout_s,
         trackers=trackers, fail_fast=spec.budget.fail_fast,
@@ -471,11 +500,11 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     if isinstance(scheduler, StudyHyperBand):  # earlier runs' results fill the rungs
         for observation in history:
             scheduler.replay(observation.number, list(observation.curve))
-    keep = spec.checkpoints.keep_best
     tuner = tune.Tuner(
-        trainable,
+        _trainable(spec, settings, storage / run_name),
         tune_config=tune.TuneConfig(
-            search_alg=StudySearch(searcher, pending, spec.metric, spec.mode),
+            search_alg=StudySearch(searcher, pending, spec.metric, spec.mode,
+                                   then=_next_stage(then, callback, progress)),
             scheduler=scheduler,
             num_samples=-1,  # StudySearch says when the study's trials are all done
             max_concurrent_trials=_concurrent_trials(spec),
@@ -485,32 +514,62 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
             trial_dirname_creator=_trial_dirname,
             trial_name_creator=_trial_dirname,
         ),
-        run_config=tune.RunConfig(
-            name=run_name,
-            storage_path=str(storage),
-            stop=StudyStopper(tuple(o.name for o in spec.objectives), spec.budget.max_steps,
-                              callback),
-            callbacks=[callback],
-            verbose=0,
-            log_to_file=True,
-            # What a trial writes to sdk.trial_dir() is copied into the study's results
-            # (from whichever node ran it) as it reports and when it ends.
-            sync_config=tune.SyncConfig(sync_artifacts=True),
-            checkpoint_config=tune.CheckpointConfig(
-                num_to_keep=keep, checkpoint_score_attribute=spec.metric if keep else None,
-                checkpoint_score_order=spec.mode,
-            ),
-            failure_config=tune.FailureConfig(max_failures=spec.budget.max_failures),
-        ),
+        run_config=_run_config(spec, run_name, storage, callback),
     )
-    progress.start(f"seed repeats: {len(pending)} trials rerun the best configurations with new "
-                   "seeds" if isinstance(searcher, RepeatSearcher) else None)
+    progress.start(_repeats_note(len(pending)) if isinstance(searcher, RepeatSearcher) else None)
     raycompat.tag_callbacks_without_integrations()
     raycompat.start_unresettable_trials_afresh()
     tuner.fit()
     if spec.resources.data_parallel:
         _wait_for_training_runs(spec.name, progress)
     return callback
+
+
+def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any) -> Any:
+    """Ray Tune's run settings: where it keeps the run, the study's stop rule, its callback,
+    checkpoints kept and retries."""
+    from ray import tune
+
+    from searchsvc.driver.callbacks import StudyStopper
+
+    keep = spec.checkpoints.keep_best
+    return tune.RunConfig(
+        name=run_name,
+        storage_path=str(storage),
+        stop=StudyStopper(tuple(o.name for o in spec.objectives), spec.budget.max_steps,
+                          callback),
+        callbacks=[callback],
+        verbose=0,
+        log_to_file=True,
+        # What a trial writes to sdk.trial_dir() is copied into the study's results
+        # (from whichever node ran it) as it reports and when it ends.
+        sync_config=tune.SyncConfig(sync_artifacts=True),
+        checkpoint_config=tune.CheckpointConfig(
+            num_to_keep=keep, checkpoint_score_attribute=spec.metric if keep else None,
+            checkpoint_score_order=spec.mode,
+        ),
+        failure_config=tune.FailureConfig(max_failures=spec.budget.max_failures),
+    )
+
+
+def _next_stage(then: Callable[[], Stage | None] | None, callback: Any, progress: Progress
+                ) -> Callable[[], Stage | None] | None:
+    """``then``, unless the run failed fast; the stage it gives is the one the store callback
+    tells its trials' results to, and the display says it started."""
+    if then is None:
+        return None
+
+    def next_stage() -> Stage | None:
+        stage = None if callback.failed_fast is not None else then()
+        if stage is not None:
+            callback.searcher = stage[0]
+            progress.note(_repeats_note(len(stage[1])))
+        return stage
+    return next_stage
+
+
+def _repeats_note(count: int) -> str:
+    return f"seed repeats: {count} trials rerun the best configurations with new seeds"
 
 
 def _wait_for_training_runs(study: str, progress: Progress,

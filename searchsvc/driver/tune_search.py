@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ray.tune.search import Searcher as TuneSearcher
@@ -9,6 +10,8 @@ from ray.tune.search import Searcher as TuneSearcher
 from searchsvc.driver.detach import PicklesDetached
 from searchsvc.searchers import Searcher
 from searchsvc.worker.context import META_KEY
+
+Stage = tuple[Searcher, list[int]]  # a searcher and the trial numbers it proposes
 
 
 class StudySearch(PicklesDetached, TuneSearcher):
@@ -20,22 +23,32 @@ class StudySearch(PicklesDetached, TuneSearcher):
     resumes every trial many times; otherwise each resume would start a new worker process
     (imports, CUDA context, data) after the last trial has started.
 
+    ``then``, asked once when every pending trial has been handed out and has ended: the
+    next stage's searcher and trial numbers (the seed repeats, planned from the search's
+    results), run in the same Tune run so that its workers carry over; None: no next stage.
+
     Searcher memory lives in the store and is rebuilt from it on resume, so Tune's own
     save/restore of search state is not used.
     """
 
-    def __init__(self, searcher: Searcher, pending: list[int], metric: str, mode: str):
+    def __init__(self, searcher: Searcher, pending: list[int], metric: str, mode: str,
+                 then: Callable[[], Stage | None] | None = None):
         super().__init__(metric=metric, mode=mode)
         # Not named `searcher`: Ray Tune treats that attribute as a wrapped Tune searcher.
         self.study_searcher = searcher
         self.pending = list(pending)
         self.live: set[str] = set()  # Tune trial ids started and not yet ended
+        self.then = then
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict,
                               **spec: Any) -> bool:
         return True
 
     def suggest(self, trial_id: str) -> dict[str, Any] | None:
+        if not self.pending and not self.live and self.then is not None:
+            stage, self.then = self.then(), None
+            if stage is not None:
+                self.study_searcher, self.pending = stage[0], list(stage[1])
         if not self.pending:
             # Ray's own annotation (Optional[Dict]) leaves out its FINISHED sentinel.
             return None if self.live else TuneSearcher.FINISHED  # type: ignore[return-value]

@@ -100,3 +100,50 @@ def test_repeats_are_linked_survive_a_killed_driver_and_decide_the_verdict(tmp_p
     assert len(data["repeats"]) == REPEATS
     csv_header = (report / "trials.csv").read_text().split("\n")[0]
     assert "repeat_of" in csv_header.split(",")
+
+
+PID_OBJECTIVE = '''
+import os
+
+from searchsvc import sdk
+
+
+def train(config):
+    for step in range(1, 3):
+        sdk.report({"loss": config["x"] / step + (config["variant"] == "b"),
+                    "worker_pid": os.getpid()})
+'''
+
+PID_STUDY = """
+study: carried
+objective: pid_objective:train
+metric: loss
+mode: min
+searcher: random
+budget: {trials: 4, max_concurrent: 2, max_steps: 2}
+noise: {top_k: 1, seeds: 2}
+parameters:
+  variant: {role: scientific, values: [a, b]}
+  x: {low: 0.0, high: 1.0}
+"""
+
+
+def test_repeats_run_in_the_searchs_own_tune_run_on_its_workers(ray_local, tmp_path: Path
+                                                                ) -> None:
+    """With no scheduler, the repeats are the search's next stage: Ray Tune hands them the
+    workers the search used (a second Tune run would start every worker again)."""
+    from tests.driver.studies import run_file
+
+    (tmp_path / "pid_objective.py").write_text(textwrap.dedent(PID_OBJECTIVE))
+    (tmp_path / "carried.yaml").write_text(PID_STUDY)
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    outcome = run_file(tmp_path / "carried.yaml", store)
+
+    assert outcome.study.state == "completed"
+    assert (outcome.finished, outcome.repeats_finished) == (4, 4)
+    trials = store.get_trials("carried", measurements=True)
+    pids = {t.number: {m.metrics["worker_pid"] for m in t.measurements} for t in trials}
+    search = set().union(*(pids[t.number] for t in trials if t.repeat_of is None))
+    repeats = set().union(*(pids[t.number] for t in trials if t.repeat_of is not None))
+    assert len(trials) == 8 and all(t.state == TrialState.COMPLETED for t in trials)
+    assert search & repeats, (search, repeats)
