@@ -212,6 +212,16 @@ class _Run:
         limit = self.spec.budget.time_limit_s
         return None if limit is None else limit - (time.monotonic() - self.started)
 
+    def repeats_due(self, callback: Any) -> list[int]:
+        """The numbers of the planned repeats still to run, once the search (whose store
+        callback is ``callback``) has ended; none when Ctrl-C, a fail-fast stop or the time
+        limit ended it."""
+        failed_fast = callback is not None and callback.failed_fast is not None
+        left = self.time_left()
+        if self.ctrl_c.pressed or failed_fast or (left is not None and left <= 0):
+            return []
+        return [p.number for p in self.repeats() if p.number not in self.finished]
+
 
 def _plan(name: str, store: Store, options: RunOptions, spec: StudySpec | None,
           searcher: Searcher, trackers: Tracker | None) -> _Run:
@@ -291,32 +301,24 @@ def _search_then_repeat(run: _Run, pending: list[int]) -> None:
                             run.trackers, search_paths=run.search_paths, then=then)
         if then is not None:
             return  # the repeats, if any were due, ran as the search's next stage
-    plan = run.repeats()
-    left = run.time_left()
-    todo = [p.number for p in plan if p.number not in run.finished]
-    failed_fast = run.callback is not None and run.callback.failed_fast is not None
-    if todo and not run.ctrl_c.pressed and not failed_fast and (left is None or left > 0):
-        run.callback = _fit(spec, run.study, run.store, RepeatSearcher(spec, plan),
-                            todo, [], run.progress, run.options, left, run.trackers,
-                            search_paths=run.search_paths)
+    todo = run.repeats_due(run.callback)
+    if todo:
+        run.callback = _fit(spec, run.study, run.store, RepeatSearcher(spec, run.repeats()),
+                            todo, [], run.progress, run.options, run.time_left(),
+                            run.trackers, search_paths=run.search_paths)
 
 
-def _repeats_after_search(run: _Run) -> Callable[[], Stage | None] | None:
+def _repeats_after_search(run: _Run) -> Callable[[Any], Stage | None] | None:
     """The seed repeats as the next stage of the search's own Tune run, so that its workers
     carry over (no second start of every worker: imports, CUDA context, data); only where no
-    scheduler stops or perturbs trials, since a repeat runs its whole budget. Planned once
-    every search trial has ended; none after Ctrl-C or the time limit (nor a fail-fast stop:
-    :func:`_next_stage`)."""
+    scheduler stops or perturbs trials, since a repeat runs its whole budget. Given the run's
+    store callback once every search trial has ended (:meth:`_Run.repeats_due`)."""
     if run.noise is None or run.searcher.schedule() is not None:
         return None
 
-    def then() -> Stage | None:
-        left = run.time_left()
-        if run.ctrl_c.pressed or (left is not None and left <= 0):
-            return None
-        plan = run.repeats()
-        todo = [p.number for p in plan if p.number not in run.finished]
-        return (RepeatSearcher(run.spec, plan), todo) if todo else None
+    def then(callback: Any) -> Stage | None:
+        todo = run.repeats_due(callback)
+        return (RepeatSearcher(run.spec, run.repeats()), todo) if todo else None
     return then
 
 
@@ -469,10 +471,11 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
          pending: list[int], history: list[Observation], progress: Progress,
          options: RunOptions, time_limit_s: float | None, trackers: Tracker | None = None, *,
          search_paths: Sequence[str], oom_retries: list[int] | None = None,
-         then: Callable[[], Stage | None] | None = None) -> Any:
-    """One Ray Tune run of ``searcher``'s ``pending`` trials (and of ``then``'s stage after
-    them, see :class:`~searchsvc.driver.tune_search.StudySearch`); returns its store
-    callback once the run has ended."""
+         then: Callable[[Any], Stage | None] | None = None) -> Any:
+    """One Ray Tune run of ``searcher``'s ``pending`` trials (and of the stage ``then`` gives,
+    asked with the run's store callback, after them: see
+    :class:`~searchsvc.driver.tune_search.StudySearch`); returns its store callback once the
+    run has ended."""
     with named_shadowing(search_paths):
         from ray import tune
 
@@ -552,15 +555,15 @@ def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any) ->
     )
 
 
-def _next_stage(then: Callable[[], Stage | None] | None, callback: Any, progress: Progress
+def _next_stage(then: Callable[[Any], Stage | None] | None, callback: Any, progress: Progress
                 ) -> Callable[[], Stage | None] | None:
-    """``then``, unless the run failed fast; the stage it gives is the one the store callback
+    """``then``, asked with ``callback``; the stage it gives is the one the store callback
     tells its trials' results to, and the display says it started."""
     if then is None:
         return None
 
     def next_stage() -> Stage | None:
-        stage = None if callback.failed_fast is not None else then()
+        stage = then(callback)
         if stage is not None:
             callback.searcher = stage[0]
             progress.note(_repeats_note(len(stage[1])))
