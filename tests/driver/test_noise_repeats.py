@@ -132,12 +132,9 @@ def test_repeats_run_in_the_searchs_own_tune_run_on_its_workers(ray_local, tmp_p
                                                                 ) -> None:
     """With no scheduler, the repeats are the search's next stage: Ray Tune hands them the
     workers the search used (a second Tune run would start every worker again)."""
-    from tests.driver.studies import run_file
+    from tests.driver.studies import run_in
 
-    (tmp_path / "pid_objective.py").write_text(textwrap.dedent(PID_OBJECTIVE))
-    (tmp_path / "carried.yaml").write_text(PID_STUDY)
-    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    outcome = run_file(tmp_path / "carried.yaml", store)
+    outcome, store = run_in(tmp_path, PID_STUDY, pid_objective=PID_OBJECTIVE)
 
     assert outcome.study.state == "completed"
     assert (outcome.finished, outcome.repeats_finished) == (4, 4)

@@ -4,14 +4,12 @@ infeasible, and the study completes with every trial accounted for."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from searchsvc.core import EventKind, TrialState
-from searchsvc.store import SqlStore
-from tests.driver.studies import run_file
+from tests.driver.studies import run_in
 
 pytestmark = pytest.mark.slow
 
@@ -59,11 +57,7 @@ parameters:
 
 def test_crash_retry_hang_and_nan_are_recorded_and_the_study_completes(ray_local,
                                                                        tmp_path: Path) -> None:
-    (tmp_path / "faulty_ckpt.py").write_text(textwrap.dedent(OBJECTIVE))
-    path = tmp_path / "faults.yaml"
-    path.write_text(STUDY)
-    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    outcome = run_file(path, store)
+    outcome, store = run_in(tmp_path, STUDY, faulty_ckpt=OBJECTIVE)
 
     assert outcome.study.state == "completed" and outcome.finished == 5
     trials = {t.config["kind"]: t for t in store.get_trials("faults", measurements=True)}
@@ -130,11 +124,7 @@ def test_a_trial_whose_worker_is_still_cleaning_up_starts_on_a_new_worker(
     """Stopped at max_steps, each trial's objective keeps its thread 4 s in clean-up: Ray Tune
     cannot reset that worker for the next trial. That trial must start on a new worker, not
     be left in an error state nobody is told of (the study then waited for it forever)."""
-    (tmp_path / "lingering.py").write_text(textwrap.dedent(LINGERING))
-    path = tmp_path / "lingering.yaml"
-    path.write_text(LINGERING_STUDY)
-    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    outcome = run_file(path, store)
+    outcome, store = run_in(tmp_path, LINGERING_STUDY, lingering=LINGERING)
 
     assert outcome.study.state == "completed" and outcome.finished == 3
     trials = store.get_trials("lingering", measurements=True)
