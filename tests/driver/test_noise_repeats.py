@@ -102,21 +102,18 @@ def test_repeats_are_linked_survive_a_killed_driver_and_decide_the_verdict(tmp_p
     assert "repeat_of" in csv_header.split(",")
 
 
-PID_OBJECTIVE = '''
-import os
-
+REPEATED_OBJECTIVE = '''
 from searchsvc import sdk
 
 
 def train(config):
     for step in range(1, 3):
-        sdk.report({"loss": config["x"] / step + (config["variant"] == "b"),
-                    "worker_pid": os.getpid()})
+        sdk.report({"loss": config["x"] / step + (config["variant"] == "b")})
 '''
 
-PID_STUDY = """
+REPEATED_STUDY = """
 study: carried
-objective: pid_objective:train
+objective: repeated:train
 metric: loss
 mode: min
 searcher: random
@@ -128,19 +125,17 @@ parameters:
 """
 
 
-def test_repeats_run_in_the_searchs_own_tune_run_on_its_workers(ray_local, tmp_path: Path
-                                                                ) -> None:
-    """With no scheduler, the repeats are the search's next stage: Ray Tune hands them the
-    workers the search used (a second Tune run would start every worker again)."""
+def test_repeats_run_in_the_searchs_own_tune_run(ray_local, tmp_path: Path) -> None:
+    """With no scheduler, the repeats are the search's next stage, in its own Ray Tune run (one
+    run folder), where Tune hands them the workers the search used; a second Tune run would
+    start every worker again."""
     from tests.driver.studies import run_in
 
-    outcome, store = run_in(tmp_path, PID_STUDY, pid_objective=PID_OBJECTIVE)
+    outcome, store = run_in(tmp_path, REPEATED_STUDY, repeated=REPEATED_OBJECTIVE)
 
     assert outcome.study.state == "completed"
     assert (outcome.finished, outcome.repeats_finished) == (4, 4)
-    trials = store.get_trials("carried", measurements=True)
-    pids = {t.number: {m.metrics["worker_pid"] for m in t.measurements} for t in trials}
-    search = set().union(*(pids[t.number] for t in trials if t.repeat_of is None))
-    repeats = set().union(*(pids[t.number] for t in trials if t.repeat_of is not None))
+    trials = store.get_trials("carried")
     assert len(trials) == 8 and all(t.state == TrialState.COMPLETED for t in trials)
-    assert search & repeats, (search, repeats)
+    [run] = (Path(outcome.study.results_dir) / "ray").glob("run-*")
+    assert sorted(p.name for p in run.glob("trial_*")) == [f"trial_{n:05d}" for n in range(8)]
