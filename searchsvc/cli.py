@@ -439,12 +439,14 @@ def _replay_table(found: Replay) -> Table:
     """One row per replayed setting: steps and GPU-hours saved, top trials kept, best value."""
     # A setting is copied into a study file as it is: never folded, whatever the width.
     table = Table(Column("setting", no_wrap=True), "steps saved", "GPU-hours saved",
-                  f"top {len(found.top_k)} kept", f"best {found.metric}", "rank corr.",
-                  title=f"{found.trials} full curves, {found.concurrency} at a time")
+                  "best kept", f"top {len(found.top_k)} kept", f"best {found.metric}",
+                  "rank corr.", title=f"{found.trials} full curves, {found.concurrency} at a "
+                  "time, each arm judged on its own")
     for s in found.settings:
         lost = [str(n) for n, kept in s.top_k.items() if not kept]
         table.add_row(s.rule.label, f"{s.step_saving:.0%}",
                       "" if s.gpu_hours_saved is None else f"{s.gpu_hours_saved:.3g}",
+                      s.best_kept_text(),
                       "all" if not lost else "stops " + ", ".join(lost),
                       "" if s.best_value is None else f"{s.best_value:.4g}",
                       "" if s.rank_correlation is None else f"{s.rank_correlation:.2f}")

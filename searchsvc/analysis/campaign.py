@@ -14,7 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from searchsvc.analysis.isolation import VERDICT_DIFFERS, VERDICT_WITHIN_NOISE
+from searchsvc.analysis.isolation import (
+    VERDICT_DIFFERS,
+    VERDICT_STOPPED_EARLY,
+    VERDICT_WITHIN_NOISE,
+)
 from searchsvc.analysis.study import StudyAnalysis
 from searchsvc.core import StudyRecord, TrialRecord
 from searchsvc.spec import ChoiceParameter, FixedParameter, RangeParameter, StudySpec
@@ -128,11 +132,12 @@ def _decision(edit: SpecEdit, analysis: StudyAnalysis) -> Decision | None:
         replay = analysis.replay
         best = replay.recommended if replay else None
         return Decision("early_stopping", text, {
-            "reason": edit.reason, "searcher": edit.searcher,
+            "reason": edit.reason, "early_stopping": dict(edit.block) or None,
             "replay": None if best is None else {
                 "setting": best.rule.label, "step_saving": best.step_saving,
                 "gpu_hours_saved": best.gpu_hours_saved, "top_k": {
                     str(n): kept for n, kept in best.top_k.items()},
+                "keeps_best": best.keeps_best, "shortfall": dict(best.shortfall),
                 "rank_correlation": best.rank_correlation}})
     return Decision("other", text, {})
 
@@ -151,7 +156,8 @@ def round_of(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
         best_trial=None if best is None else best.number,
         noise=analysis.noise.sigma if analysis.noise else None,
         verdicts=tuple(f"{i.parameter}: {i.verdict} ({i.detail})" for i in analysis.isolation
-                       if i.verdict in (VERDICT_DIFFERS, VERDICT_WITHIN_NOISE)),
+                       if i.verdict in (VERDICT_DIFFERS, VERDICT_WITHIN_NOISE,
+                                        VERDICT_STOPPED_EARLY)),
         decisions=tuple(Decision(str(d.get("kind")), str(d.get("text")),
                                  dict(d.get("evidence") or {}))
                         for d in found.get("decisions") or ()),

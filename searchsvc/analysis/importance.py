@@ -1,5 +1,8 @@
 """Parameter importance: Optuna's fANOVA (a random-forest functional ANOVA) over the finished
-trials, each searched parameter's share of the metric's variance."""
+trials that reached the full budget (:func:`searchsvc.core.judging.full_budget_trials`: a
+trial early stopping stopped has a value from fewer steps, which would credit the parameters
+that make a trial learn fast rather than well), each searched parameter's share of the
+metric's variance."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from collections.abc import Sequence
 
 from searchsvc.core import TrialRecord
 from searchsvc.core.direction import direction
-from searchsvc.core.judging import by_value
+from searchsvc.core.judging import by_value, full_budget_trials
 from searchsvc.spec import StudySpec
 
 MIN_TRIALS = 8  # fewer finished trials give an importance that is mostly noise
@@ -24,13 +27,14 @@ MAX_TRIALS = 500  # larger studies are subsampled: fANOVA's cost grows fast with
 def parameter_importance(spec: StudySpec, trials: Sequence[TrialRecord],
                          seed: int = 0) -> dict[str, float]:
     """{parameter: share of variance} over searched parameters present in every usable trial
-    (conditional parameters are left out), summing to 1; empty with too few trials."""
+    that reached the full budget (conditional parameters are left out), summing to 1; empty
+    with too few trials."""
     import optuna
     from optuna.importance import FanovaImportanceEvaluator, get_param_importances
 
     from searchsvc.searchers.models import optuna_distribution
 
-    usable = by_value(trials, spec.mode)
+    usable = full_budget_trials(by_value(trials, spec.mode), spec.budget.max_steps)
     if len(usable) > MAX_TRIALS:  # a uniform sample keeps the whole space represented
         usable = random.Random(seed).sample(usable, MAX_TRIALS)
     names = [n for n in spec.parameter_order if spec.parameters[n].searched

@@ -16,7 +16,7 @@ from searchsvc.analysis.pareto import ObjectiveFindings
 from searchsvc.analysis.replay import Replay
 from searchsvc.analysis.trials import valued_by
 from searchsvc.core import TrialRecord
-from searchsvc.plugins import SEARCHERS
+from searchsvc.plugins import BACKENDS, SEARCHERS
 from searchsvc.spec import RangeParameter, StudySpec
 from searchsvc.spec.edits import (
     EarlyStopping,
@@ -183,30 +183,22 @@ def _step_edits(spec: StudySpec, curves: Sequence[CurveDiagnosis]) -> list[SpecE
 
 
 def early_stopping_edit(spec: StudySpec, replay: Replay) -> EarlyStopping:
-    """The replay's recommendation as an edit: the searcher registered under the recommended
-    rule's kind, when it is ``multi_fidelity``, with the rule's grace period and reduction
-    factor, proposing as this study's searcher did (what it keeps is that searcher's to say:
-    :meth:`~searchsvc.searchers.Searcher.proposing_as`); a searcher it cannot take over, or a
-    rule no searcher runs (median, percentile), is only named; or the reason early stopping is
-    unsafe here."""
+    """The replay's recommendation as an edit: the recommended rule as the next study's
+    ``early_stopping:`` block, which runs beside the study's own searcher; where that cannot
+    run (a searcher that stops trials itself, a backend that runs its own search), or nothing
+    is recommended, only the reason."""
     best = replay.recommended
     if best is None:
         return EarlyStopping(replay.reason)
-    kind = best.rule.kind
-    runner = SEARCHERS.get(kind) if kind in SEARCHERS else None
-    if runner is None or not runner.multi_fidelity:
-        runners = ", ".join(SEARCHERS.having("multi_fidelity"))
-        return EarlyStopping(f"{replay.reason}; searchsvc stops trials early only through its "
-                             f"multi-fidelity searchers ({runners}), not by this rule (adopt "
-                             "it by hand)")
-    kept = runner.proposing_as(spec)
-    if kept is None:
-        return EarlyStopping(f"{replay.reason}; searcher {spec.searcher!r} cannot take it "
-                             "(switch by hand)")
-    options: list[tuple[str, object]] = [("grace_period", best.rule.grace_period),
-                                         ("reduction_factor", best.rule.reduction_factor),
-                                         *kept]
-    return EarlyStopping(replay.reason, kind, tuple(options))
+    searcher = SEARCHERS.get(spec.searcher) if spec.searcher in SEARCHERS else None
+    if searcher is not None and searcher.stops_trials:
+        return EarlyStopping(f"{replay.reason}; searcher {spec.searcher!r} "
+                             f"{searcher.stops_trials_because}, so the block is not added")
+    backend = BACKENDS.get(spec.backend) if spec.backend in BACKENDS else None
+    if backend is not None and backend.runs_own_search:
+        return EarlyStopping(f"{replay.reason}; backend {spec.backend!r} runs its own search, "
+                             "which searchsvc cannot stop trials of")
+    return EarlyStopping(replay.reason, tuple(best.rule.as_block().items()))
 
 
 def _next_name(name: str) -> str:

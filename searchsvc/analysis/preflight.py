@@ -37,8 +37,9 @@ from typing import Any
 from searchsvc.core.durations import format_duration
 from searchsvc.core.telemetry import INPUT_BOUND_FRACTION, is_input_bound
 from searchsvc.errors import SpecIssue
-from searchsvc.searchers.schedule import HyperbandSchedule, Schedule
+from searchsvc.searchers.schedule import HyperbandSchedule, Schedule, StoppingSchedule
 from searchsvc.searchers.space import config_from_unit, nuisance_dimensions, scientific_arms
+from searchsvc.searchers.stopping import rung_schedule
 from searchsvc.spec import StudySpec
 
 PREFLIGHT_STEPS = 3  # steps preflight lets the objective run (fewer when max_steps is smaller)
@@ -291,7 +292,12 @@ def budget_fraction(schedule: Schedule | None) -> float:
     """The expected share of a trial's full budget a searcher's early stopping lets it run:
     1 without a schedule and for PBT (every member trains to the end); for Hyperband/ASHA/BOHB
     a trial reaches rung ``i`` of its bracket with probability ``reduction_factor**-i`` and
-    runs to the rung where it stops, averaged over the brackets as trials are drawn into them."""
+    runs to the rung where it stops, averaged over the brackets as trials are drawn into them.
+    A study file's ``early_stopping:`` rule counts the same for its rung rules (asha,
+    hyperband); the median and percentile rules are counted as a full budget (an upper
+    bound: how many they stop depends on the curves)."""
+    if isinstance(schedule, StoppingSchedule) and schedule.rule.uses_rungs:
+        schedule = rung_schedule(schedule.rule, schedule.max_steps, schedule.seed)
     if not isinstance(schedule, HyperbandSchedule):
         return 1.0
     sizes = [len(schedule.milestones(b)) for b in range(schedule.brackets)]

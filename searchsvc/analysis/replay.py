@@ -3,89 +3,43 @@ early stopping). Every trial's stored curve is fed, in the order the trials ran 
 concurrency would have interleaved them, to an early-stopping rule as if it had been on; the
 replay records which trials the rule would have stopped, and at which step.
 
-Pure: curves in, decisions out (no Ray, no store). The ASHA and Hyperband rules decide exactly
-as Ray Tune's ``AsyncHyperBandScheduler`` does on the same sequence of results (its rungs, its
-``np.nanpercentile`` cutoff, its "stop when below the cutoff" test; Hyperband's brackets are
-assigned by trial number as searchsvc's own scheduler assigns them,
-:meth:`HyperbandSchedule.bracket_for`).
+Pure: curves in, decisions out (no Ray, no store). The rules are the deciders the live
+scheduler runs (``searchers/stopping.py``), each scientific arm judged on its own as a study
+file's ``early_stopping:`` block runs them, so what the replay predicts for a setting is what a
+live run of it stops on the same results; every setting replayed is one a study file can
+express (``StoppingRule.as_block``). Rules replayed (``StoppingRule.kind``): ``asha``,
+``hyperband``, ``median`` and ``percentile`` (see :class:`~searchsvc.core.stopping.
+StoppingRule`).
 
-Rules replayed (``Rule.kind``):
-
-- ``asha``: one bracket, rungs at ``grace * rf**k`` steps; a trial whose value at a rung is
-  below the top ``1/rf`` of the values recorded there so far stops.
-- ``hyperband``: the same, in every bracket that fits.
-- ``median``: from step ``grace`` on, a trial whose best value so far is worse than the median
-  of the running means (up to that step) of the trials that reported it before stops (Ray
-  Tune's median stopping rule; at least :data:`MIN_SAMPLES` of them).
-- ``percentile``: from step ``grace`` on, a trial whose best value so far is outside the best
-  ``keep`` share of the values the earlier trials reported at that step stops (Optuna's
-  percentile pruner; at least :data:`MIN_SAMPLES` of them).
+A setting **keeps the best** when, in every arm, the best value found with the rule on is
+within the measured seed noise (one standard deviation of the seed repeats) of the arm's best
+with full curves; a study without repeats uses a labelled proxy, the spread of each arm's top
+trials. The recommended setting is the one that keeps the best and saves the most steps.
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import math
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
-
-import numpy as np
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from searchsvc.core import TrialRecord, TrialState
 from searchsvc.core.curve import Curve, best_of
 from searchsvc.core.direction import direction
 from searchsvc.core.judging import ranked
-from searchsvc.searchers.schedule import HyperbandSchedule
+from searchsvc.core.stopping import RULE_KINDS, ArmKey, StoppingRule, arm_key
+from searchsvc.searchers.stopping import Result, decider
 from searchsvc.spec import StudySpec
 
-RuleKind = Literal["asha", "hyperband", "median", "percentile"]
-RULE_KINDS: tuple[RuleKind, ...] = ("asha", "hyperband", "median", "percentile")
-MIN_SAMPLES = 3  # median/percentile: earlier trials needed at a step before any stop
+Rule = StoppingRule  # the replay's name for a setting
+NOISE_SEEDS = "seed_repeats"  # the noise is the seed repeats' pooled standard deviation
+NOISE_PROXY = "proxy_top_trial_spread"  # no repeats: the spread of each arm's top trials
 MIN_TRIALS = 4  # fewer full curves: nothing to replay
 TOP_K = 3  # the study's best trials every recommended setting must keep
 REDUCTION_FACTORS = (2.0, 3.0)
 KEEP_SHARES = (0.5, 0.25)  # percentile rule: the share of each step's values a trial must be in
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One early-stopping setting."""
-
-    kind: RuleKind
-    grace_period: int
-    reduction_factor: float = 3.0  # asha, hyperband
-    keep: float = 0.5  # percentile
-
-    @property
-    def label(self) -> str:
-        if self.kind in ("asha", "hyperband"):
-            return f"{self.kind} grace={self.grace_period} rf={self.reduction_factor:g}"
-        if self.kind == "percentile":
-            return f"percentile keep={self.keep:.0%} grace={self.grace_period}"
-        return f"median grace={self.grace_period}"
-
-    def schedule(self, max_steps: int) -> HyperbandSchedule:
-        """The searchers' schedule this rule is (asha, hyperband): rungs and brackets."""
-        fitting = int(math.log(max_steps / self.grace_period)
-                      / math.log(self.reduction_factor)) + 1
-        return HyperbandSchedule(max_steps, self.grace_period, self.reduction_factor,
-                                 1 if self.kind == "asha" else fitting)
-
-
-@dataclass(frozen=True)
-class Result:
-    """One reported step, as a scheduler would see it."""
-
-    number: int
-    step: int
-    value: float
-
-
-class Decider(Protocol):
-    def stop(self, result: Result) -> bool:
-        """Whether the trial stops after this result (it is recorded either way)."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +49,7 @@ class ReplayCurve:
     number: int
     points: Curve  # (step, value), finite values only
     step_hours: Mapping[int, float] = field(default_factory=dict)  # step -> working hours
+    arm: ArmKey = ()  # its scientific arm (arm_key)
 
 
 @dataclass(frozen=True)
@@ -111,6 +66,10 @@ class SettingReplay:
     top_k: Mapping[int, bool]  # each of the study's top-k trials -> whether it survives
     best_value: float | None  # the best value the study would have ended with
     rank_correlation: float | None  # Spearman: value at the first rung vs the final best
+    # Per arm: how much worse (in loss units, >= 0) its best under the rule is than its best
+    # with full curves; and whether every arm's shortfall is within the noise.
+    shortfall: Mapping[str, float] = field(default_factory=dict)
+    keeps_best: bool = True
 
     @property
     def step_saving(self) -> float:
@@ -126,22 +85,32 @@ class SettingReplay:
     def keeps_top_k(self) -> bool:
         return all(self.top_k.values())
 
+    def best_kept_text(self) -> str:
+        """"yes", or which arm's best fell beyond the noise, and by how much."""
+        if self.keeps_best:
+            return "yes"
+        arm, lost = max(self.shortfall.items(), key=lambda item: item[1])
+        return f"no: {arm} {lost:.3g} worse"
+
     def as_dict(self) -> dict[str, Any]:
         return {"rule": self.rule.label, "kind": self.rule.kind,
                 "grace_period": self.rule.grace_period,
                 "reduction_factor": self.rule.reduction_factor, "keep": self.rule.keep,
+                "early_stopping": self.rule.as_block(),
                 "stopped": {str(n): s for n, s in sorted(self.stopped.items())},
                 "steps_total": self.steps_total, "steps_run": self.steps_run,
                 "step_saving": self.step_saving, "gpu_hours_saved": self.gpu_hours_saved,
                 "top_k": {str(n): kept for n, kept in self.top_k.items()},
-                "keeps_top_k": self.keeps_top_k, "best_value": self.best_value,
+                "keeps_top_k": self.keeps_top_k, "keeps_best": self.keeps_best,
+                "shortfall": dict(self.shortfall), "best_value": self.best_value,
                 "rank_correlation": self.rank_correlation}
 
 
 @dataclass(frozen=True)
 class Replay:
-    """Every replayed setting, and the most aggressive one that keeps the top-k trials (None:
-    early stopping is unsafe for this objective, or would save nothing; ``reason`` says why)."""
+    """Every replayed setting, and the most aggressive one that keeps the best within noise
+    (None: early stopping is unsafe for this objective, or would save nothing; ``reason`` says
+    why)."""
 
     metric: str
     mode: str
@@ -153,97 +122,21 @@ class Replay:
     settings: tuple[SettingReplay, ...]
     recommended: SettingReplay | None
     reason: str
+    noise: float | None = None  # the noise "keeps the best" is judged against
+    noise_method: str = NOISE_PROXY
+    per_arm: bool = True  # rules judged within each arm (False: across arms, the old rungs)
 
     def as_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "mode": self.mode, "max_steps": self.max_steps,
                 "concurrency": self.concurrency, "trials": self.trials,
                 "top_k": list(self.top_k), "best_value": self.best_value,
+                "noise": self.noise, "noise_method": self.noise_method,
+                "per_arm": self.per_arm,
                 "settings": [s.as_dict() for s in self.settings],
                 "recommended": self.recommended.rule.label if self.recommended else None,
+                "early_stopping": (self.recommended.rule.as_block() if self.recommended
+                                   else None),
                 "reason": self.reason}
-
-
-# -- the rules ---------------------------------------------------------------------------------
-
-class _Rungs:
-    """Ray Tune's ASHA bracket: rungs (highest first) with the values recorded at each."""
-
-    def __init__(self, milestones: Sequence[int], reduction_factor: float):
-        self.rungs: list[tuple[int, dict[int, float]]] = [(m, {}) for m in sorted(
-            milestones, reverse=True)]
-        self.rf = reduction_factor
-
-    def on_result(self, number: int, step: int, reward: float) -> bool:
-        for milestone, recorded in self.rungs:
-            if step < milestone or number in recorded:
-                continue
-            cutoff = (None if not recorded else
-                      float(np.nanpercentile(list(recorded.values()), (1 - 1 / self.rf) * 100)))
-            recorded[number] = reward
-            return cutoff is not None and reward < cutoff
-        return False
-
-
-class HyperbandRule:
-    """ASHA/Hyperband as Ray Tune decides (rewards: higher is better)."""
-
-    def __init__(self, rule: Rule, max_steps: int, mode: str):
-        schedule = rule.schedule(max_steps)
-        self.schedule, self.sign = schedule, -direction(mode).sign
-        self.brackets = [_Rungs(schedule.milestones(b), rule.reduction_factor)
-                         for b in range(schedule.brackets)]
-        self.assigned: dict[int, int] = {}  # trial number -> its bracket
-
-    def stop(self, result: Result) -> bool:
-        if result.step >= self.schedule.max_steps:
-            return False  # the trial's normal end
-        index = self.assigned.get(result.number)
-        if index is None:  # drawn once per trial, as Ray assigns a trial's bracket when added
-            index = self.assigned[result.number] = self.schedule.bracket_for(result.number)
-        bracket = self.brackets[index]
-        return bracket.on_result(result.number, result.step, self.sign * result.value)
-
-
-class PercentileRule:
-    """The median rule (running means, ``keep`` 0.5) or the percentile rule (values at the
-    step), judged on the trial's best value so far. Losses throughout (lower is better);
-    each step's earlier statistics are kept sorted, so a judgement costs one insertion."""
-
-    def __init__(self, rule: Rule, mode: str):
-        self.rule, self.dir = rule, direction(mode)
-        self.keep = 0.5 if rule.kind == "median" else rule.keep
-        self.best: dict[int, float] = {}  # trial -> best loss so far
-        self.sums: dict[int, tuple[float, int]] = {}  # trial -> (sum of losses, count)
-        self.at_step: dict[int, list[float]] = {}  # step -> earlier trials' losses, sorted
-
-    def stop(self, result: Result) -> bool:
-        loss = self.dir.loss(result.value)
-        best = min(self.best.get(result.number, loss), loss)
-        self.best[result.number] = best
-        total, count = self.sums.get(result.number, (0.0, 0))
-        self.sums[result.number] = total + loss, count + 1
-        statistic = (total + loss) / (count + 1) if self.rule.kind == "median" else loss
-        others = self.at_step.setdefault(result.step, [])
-        judged = result.step >= self.rule.grace_period and len(others) >= MIN_SAMPLES
-        stop = judged and best > percentile(others, self.keep)
-        bisect.insort(others, statistic)
-        return stop
-
-
-def percentile(ordered: Sequence[float], share: float) -> float:
-    """The ``share`` quantile of sorted ``ordered``, interpolated linearly between the two
-    nearest values (numpy's default method)."""
-    position = share * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def decider(rule: Rule, max_steps: int, mode: str) -> Decider:
-    """A fresh, stateful decider for ``rule``."""
-    if rule.kind in ("asha", "hyperband"):
-        return HyperbandRule(rule, max_steps, mode)
-    return PercentileRule(rule, mode)
 
 
 def default_rules(max_steps: int) -> list[Rule]:
@@ -283,7 +176,7 @@ def interleave(curves: Sequence[ReplayCurve], concurrency: int,
     while running:
         now, order, index, curve = heapq.heappop(running)
         step, value = curve.points[index]
-        yield Result(curve.number, step, value)
+        yield Result(curve.number, step, value, curve.arm)
         if index + 1 < len(curve.points) and stopped.get(curve.number) != step:
             heapq.heappush(running, (now + 1, order, index + 1, curve))
         else:
@@ -291,27 +184,30 @@ def interleave(curves: Sequence[ReplayCurve], concurrency: int,
 
 
 def replay_rule(rule: Rule, curves: Sequence[ReplayCurve], max_steps: int, mode: str,
-                concurrency: int = 1) -> dict[int, int]:
+                concurrency: int = 1, seed: int = 0) -> dict[int, int]:
     """Trial number -> the step after which ``rule`` stops it, over ``curves`` run with
-    ``concurrency`` trials at once (stopped trials free their slot earlier)."""
-    decide = decider(rule, max_steps, mode)
+    ``concurrency`` trials at once (stopped trials free their slot earlier); ``seed``: the
+    study's, which draws Hyperband brackets."""
+    decide = decider(rule, max_steps, mode, seed)
     stopped: dict[int, int] = {}
     for result in interleave(curves, concurrency, stopped):
-        if decide.stop(result):
+        if decide.judge(result) is not None:
             stopped[result.number] = result.step
     return stopped
 
 
-def replay_curves(trials: Sequence[TrialRecord], metric: str) -> list[ReplayCurve]:
+def replay_curves(trials: Sequence[TrialRecord], metric: str,
+                  scientific: Sequence[str] = ()) -> list[ReplayCurve]:
     """Each trial's curve of ``metric`` (latest attempt) with its steps' working hours from
-    telemetry, in the order the trials started (then by number)."""
+    telemetry and its arm (by the ``scientific`` parameters), in the order the trials started
+    (then by number)."""
     from searchsvc.core.telemetry import working_time
 
     out = []
     for t in sorted(trials, key=lambda t: (t.started_at or 0.0, t.number)):
         hours = {m.step: w / 3600.0 for m in t.measurements
                  if m.attempt == t.attempts and (w := working_time(m.telemetry)) is not None}
-        out.append(ReplayCurve(t.number, t.curve(metric), hours))
+        out.append(ReplayCurve(t.number, t.curve(metric), hours, arm_key(t.config, scientific)))
     return out
 
 
@@ -347,28 +243,58 @@ def not_replayable(spec: StudySpec, trials: Sequence[TrialRecord]) -> str | None
 
 def replay_study(trials: Sequence[TrialRecord], metric: str, mode: str, max_steps: int, *,
                  concurrency: int = 1, gpu_per_trial: float = 0.0, top_k: int = TOP_K,
-                 rules: Sequence[Rule] | None = None,
-                 kinds: Sequence[str] = RULE_KINDS) -> Replay:
+                 rules: Sequence[Rule] | None = None, kinds: Sequence[str] = RULE_KINDS,
+                 scientific: Sequence[str] = (), noise: float | None = None,
+                 noise_method: str = NOISE_PROXY, seed: int = 0,
+                 per_arm: bool = True) -> Replay:
     """Replay every rule of ``kinds`` (default settings: :func:`default_rules`) on the full
-    curves of ``trials`` (see :func:`full_curve_trials`) and recommend the one that saves the
-    most steps while keeping each of the study's ``top_k`` best trials."""
+    curves of ``trials`` (see :func:`full_curve_trials`), each scientific arm (by the
+    ``scientific`` parameters) judged on its own unless ``per_arm`` is off, and recommend the
+    one that saves the most steps while keeping every arm's best within ``noise`` of its best
+    with full curves (None: the proxy, :func:`proxy_noise`, measured here)."""
     ranking = ranked(trials, mode)
     top = tuple(t.number for t in ranking[:top_k])
-    curves = [c for c in replay_curves(trials, metric) if c.points]
+    curves = [c for c in replay_curves(trials, metric, scientific) if c.points]
     finals = {t.number: t.best_value for t in trials if t.best_value is not None}
+    if noise is None:
+        noise, noise_method = proxy_noise(curves, finals, mode), NOISE_PROXY
+    chosen = [replace(r, per_arm=per_arm) for r in
+              (rules if rules is not None else default_rules(max_steps)) if r.kind in kinds]
     settings = tuple(
-        _setting(rule, replay_rule(rule, curves, max_steps, mode, concurrency), curves, top,
-                 finals, mode, gpu_per_trial)
-        for rule in (rules if rules is not None else default_rules(max_steps))
-        if rule.kind in kinds)
-    recommended, reason = recommend(settings, top, curves, finals, mode)
+        _setting(rule, replay_rule(rule, curves, max_steps, mode, concurrency, seed), curves,
+                 top, finals, mode, gpu_per_trial, noise)
+        for rule in chosen)
+    recommended, reason = recommend(settings, top, curves, finals, mode,
+                                    noise=noise, noise_method=noise_method)
     return Replay(metric, mode, max_steps, concurrency, len(curves), top,
-                  best_of(finals.values(), mode), settings, recommended, reason)
+                  best_of(finals.values(), mode), settings, recommended, reason, noise,
+                  noise_method, per_arm)
+
+
+def proxy_noise(curves: Sequence[ReplayCurve], finals: Mapping[int, float], mode: str,
+                top: int = TOP_K) -> float | None:
+    """Without seed repeats: the pooled standard deviation of each arm's ``top`` best final
+    values (it mixes seed noise with how well the nuisance parameters were tuned, so it is
+    labelled a proxy wherever it is shown); None with fewer than two trials in every arm."""
+    loss = direction(mode).loss
+    squares, dof = 0.0, 0
+    for arm in {c.arm for c in curves}:
+        values = sorted((finals[c.number] for c in curves if c.arm == arm and c.number in finals),
+                        key=loss)[:top]
+        if len(values) >= 2:
+            mean = sum(values) / len(values)
+            squares += sum((v - mean) ** 2 for v in values)
+            dof += len(values) - 1
+    return math.sqrt(squares / dof) if dof else None
+
+
+def _arm_text(arm: ArmKey) -> str:
+    return ", ".join(f"{name}={value}" for name, value in arm) or "study"
 
 
 def _setting(rule: Rule, stopped: Mapping[int, int], curves: Sequence[ReplayCurve],
              top: Sequence[int], finals: Mapping[int, float], mode: str,
-             gpu_per_trial: float) -> SettingReplay:
+             gpu_per_trial: float, noise: float | None) -> SettingReplay:
     ran = {c.number: [p for p in c.points if p[0] <= stopped.get(c.number, p[0])]
            for c in curves}
     timed = all(c.step_hours and all(s in c.step_hours for s, _ in c.points) for c in curves)
@@ -377,11 +303,19 @@ def _setting(rule: Rule, stopped: Mapping[int, int], curves: Sequence[ReplayCurv
                  else None)
     loss = direction(mode).loss
     best = min((v for points in ran.values() for _, v in points), key=loss, default=None)
+    shortfall = {}
+    for arm in sorted({c.arm for c in curves}):
+        mine = [c for c in curves if c.arm == arm]
+        full = min(loss(v) for c in mine for _, v in c.points)
+        kept = min(loss(v) for c in mine for _, v in ran[c.number])
+        shortfall[_arm_text(arm)] = max(0.0, kept - full)
+    keeps = (all(v == 0 for v in shortfall.values()) if noise is None
+             else all(v <= noise for v in shortfall.values()))
     return SettingReplay(
         rule, dict(stopped), sum(len(c.points) for c in curves),
         sum(len(p) for p in ran.values()), hours_total, hours_run, gpu_per_trial,
         {n: n not in stopped for n in top}, best,
-        rank_correlation(curves, finals, rule.grace_period))
+        rank_correlation(curves, finals, rule.grace_period), shortfall, keeps)
 
 
 def rank_correlation(curves: Sequence[ReplayCurve], finals: Mapping[int, float],
@@ -398,56 +332,72 @@ def rank_correlation(curves: Sequence[ReplayCurve], finals: Mapping[int, float],
     return rho if math.isfinite(rho) else None
 
 
+def noise_text(noise: float | None, method: str) -> str:
+    """How "within noise" was measured, for a sentence."""
+    if noise is None:
+        return "with no noise measured (the best itself must be kept)"
+    if method == NOISE_SEEDS:
+        return f"within seed noise (sd {noise:.3g}, from the seed repeats)"
+    return (f"within noise (sd {noise:.3g}) [proxy: no seed repeats, so noise is the spread "
+            "of each arm's top trials]")
+
+
 def recommend(settings: Sequence[SettingReplay], top: Sequence[int],
-              curves: Sequence[ReplayCurve], finals: Mapping[int, float], mode: str
+              curves: Sequence[ReplayCurve], finals: Mapping[int, float], mode: str, *,
+              noise: float | None = None, noise_method: str = NOISE_PROXY
               ) -> tuple[SettingReplay | None, str]:
-    """The setting that saves the largest share of steps while keeping every top-k trial
-    (ties: the first listed), with a sentence why; None and why not when none keeps them or
-    none saves anything."""
-    safe = [s for s in settings if s.keeps_top_k]
+    """The setting that saves the largest share of steps while keeping every arm's best
+    within the noise (ties: the first listed), with a sentence why; None and why not when none
+    keeps it or none saves anything."""
+    safe = [s for s in settings if s.keeps_best]
     if not settings:
         return None, "no early-stopping setting to replay"
     if not safe:
-        return None, _unsafe_reason(settings, top, curves, finals, mode)
+        return None, _unsafe_reason(settings, curves, mode, noise, noise_method)
     best = max(safe, key=lambda s: s.step_saving)  # max keeps the first of equals
     if best.step_saving <= 0:
         return None, "no setting would have stopped any trial: early stopping saves nothing here"
-    return best, (f"{best.rule.label} keeps the top {len(top)} trials and saves "
-                  f"{best.step_saving:.0%} of the steps"
-                  + (f" ({best.gpu_hours_saved:.3g} GPU-hours)"
-                     if best.gpu_hours_saved is not None else ""))
+    arms = len({c.arm for c in curves})
+    return best, (f"{best.rule.label} keeps {'each arm' if arms > 1 else 'the study'}'s best "
+                  f"{noise_text(noise, noise_method)} and saves {best.step_saving:.0%} of the "
+                  "steps" + (f" ({best.gpu_hours_saved:.3g} GPU-hours)"
+                             if best.gpu_hours_saved is not None else ""))
 
 
-def _unsafe_reason(settings: Sequence[SettingReplay], top: Sequence[int],
-                   curves: Sequence[ReplayCurve], finals: Mapping[int, float], mode: str) -> str:
-    """Why every setting loses a top trial: the one lost by the gentlest setting, where it
-    ranked early on, and how well early values predict final ones."""
+def _unsafe_reason(settings: Sequence[SettingReplay], curves: Sequence[ReplayCurve], mode: str,
+                   noise: float | None, noise_method: str) -> str:
+    """Why every setting loses the best: what the gentlest setting loses, in which arm, and
+    how well early values predict final ones."""
     gentlest = min(settings, key=lambda s: s.step_saving)
-    lost = next(n for n in top if not gentlest.top_k[n])
-    step = gentlest.stopped[lost]
-    early = sorted((c for c in curves if c.points.value_at(step) is not None),
-                   key=lambda c: direction(mode).loss(c.points.value_at(step)))  # type: ignore[arg-type]
-    place = next(i for i, c in enumerate(early) if c.number == lost) + 1
+    arm, lost = max(gentlest.shortfall.items(), key=lambda item: item[1])
     rho = gentlest.rank_correlation
-    return (f"early stopping is unsafe for this objective: every setting stops one of the top "
-            f"{len(top)} trials; even {gentlest.rule.label} stops trial {lost} (final rank "
-            f"{list(top).index(lost) + 1}) at step {step}, where it ranked {place} of "
-            f"{len(early)}" + (f"; early values predict final ones poorly (rank correlation "
-                              f"{rho:.2f} at step {gentlest.rule.grace_period})"
-                              if rho is not None else ""))
+    whose = "the best" if arm == "study" else f"the best of {arm}"
+    return (f"early stopping is unsafe for this objective: every setting loses the best "
+            f"{noise_text(noise, noise_method)}; even {gentlest.rule.label} leaves "
+            f"{whose} {lost:.3g} worse"
+            + (f"; early values predict final ones poorly (rank correlation "
+               f"{rho:.2f} at step {gentlest.rule.grace_period})" if rho is not None else ""))
 
 
 def study_replay(spec: StudySpec, trials: Sequence[TrialRecord], *,
                  kinds: Sequence[str] = RULE_KINDS, concurrency: int | None = None,
-                 top_k: int = TOP_K) -> Replay | None:
+                 top_k: int = TOP_K, per_arm: bool = True) -> Replay | None:
     """The replay of a study's full curves (None: the study has none to replay, see
     :func:`full_curve_trials`, or judges several objectives), run at the study's
-    ``budget.max_concurrent`` unless ``concurrency`` says otherwise; GPU-hours count the
-    study's ``resources.gpu`` on each of its workers."""
+    ``budget.max_concurrent`` unless ``concurrency`` says otherwise, each arm on its own; the
+    noise is the seed repeats' among ``trials`` where they exist. GPU-hours count the study's
+    ``resources.gpu`` on each of its workers."""
+    from searchsvc.analysis.noise import estimate_noise
+
     full = full_curve_trials(trials, spec.budget.max_steps)
     if not full or spec.multi_objective or spec.budget.max_steps is None:
         return None
+    measured = estimate_noise(trials)
     return replay_study(full, spec.metric, spec.mode, spec.budget.max_steps,
                         concurrency=concurrency or spec.budget.max_concurrent or 1,
                         gpu_per_trial=spec.resources.gpu * spec.resources.worker_count,
-                        top_k=top_k, kinds=kinds)
+                        top_k=top_k, kinds=kinds,
+                        scientific=tuple(p.name for p in spec.scientific),
+                        noise=measured.sigma if measured else None,
+                        noise_method=NOISE_SEEDS if measured else NOISE_PROXY,
+                        seed=spec.seed, per_arm=per_arm)

@@ -20,7 +20,13 @@ from searchsvc.analysis.dimensionality import (
     training_loss_metric,
 )
 from searchsvc.analysis.importance import parameter_importance
-from searchsvc.analysis.isolation import VERDICT_DIFFERS, VERDICT_WITHIN_NOISE, Isolation, isolate
+from searchsvc.analysis.isolation import (
+    VERDICT_DIFFERS,
+    VERDICT_STOPPED_EARLY,
+    VERDICT_WITHIN_NOISE,
+    Isolation,
+    isolate,
+)
 from searchsvc.analysis.next_study import NextStudy, suggest_for_objectives, suggest_next_study
 from searchsvc.analysis.noise import NoiseEstimate, estimate_noise
 from searchsvc.analysis.pareto import ParetoAnalysis, analyze_objectives
@@ -31,6 +37,7 @@ from searchsvc.analysis.summary import StudySummary, summarize
 from searchsvc.analysis.telemetry import StudyTelemetry, auto_packing, study_telemetry
 from searchsvc.analysis.trials import search_trials
 from searchsvc.core import EventKind, StudyRecord, TrialEvent, TrialRecord
+from searchsvc.core.judging import BudgetSplit, budget_split
 from searchsvc.core.judging import ranked as best_ranked
 from searchsvc.spec import StudySpec
 
@@ -75,10 +82,11 @@ def analyze(study: StudyRecord, spec: StudySpec, trials: Sequence[TrialRecord],
     curves = diagnose_best(search, spec.metric, spec.mode)
     importance = parameter_importance(spec, search, seed=spec.seed)
     objectives = analyze_objectives(spec, trials, top_fraction)
-    replay = study_replay(spec, search)
+    replay = study_replay(spec, trials)  # its seed repeats measure the noise it keeps within
     next_study = _next_study(spec, search, objectives, boundaries, importance, curves, replay,
                              isolation)
-    findings = _findings(summary, boundaries, isolation, curves, importance)
+    findings = _findings(summary, boundaries, isolation, curves, importance,
+                         budget_split(search, spec.budget.max_steps))
     findings[1:1] = _noise_findings(noise)
     comparison = compare(parent[0], parent[1], study, trials) if parent else None
     if objectives is not None:
@@ -194,7 +202,10 @@ def _noise_findings(noise: NoiseEstimate | None) -> list[str]:
 
 def _findings(summary: StudySummary, boundaries: Sequence[BoundaryCheck],
               isolation: Sequence[Isolation], curves: Sequence[CurveDiagnosis],
-              importance: Mapping[str, float]) -> list[str]:
+              importance: Mapping[str, float],
+              budget: BudgetSplit[TrialRecord] | None = None) -> list[str]:
+    """The findings, in order; ``budget``: the search trials split by whether they reached
+    the full budget (isolation and importance compare only those that did)."""
     out = []
     if summary.best_trials:
         best = summary.best_trials[0]
@@ -210,8 +221,8 @@ def _findings(summary: StudySummary, boundaries: Sequence[BoundaryCheck],
             if c.status != STATUS_OK]
     if boundaries and all(c.status == STATUS_OK for c in boundaries):
         out.append("No searched range is too narrow: the best trials sit inside every range.")
-    out += [i.detail + "." for i in isolation if i.verdict in (VERDICT_DIFFERS,
-                                                                VERDICT_WITHIN_NOISE)]
+    out += [i.detail + "." for i in isolation
+            if i.verdict in (VERDICT_DIFFERS, VERDICT_WITHIN_NOISE, VERDICT_STOPPED_EARLY)]
     by_issue: dict[str, list[int]] = {}
     for c in curves:
         for issue in c.issues:
@@ -222,7 +233,11 @@ def _findings(summary: StudySummary, boundaries: Sequence[BoundaryCheck],
         out.append(f"Curves of best trials {', '.join(map(str, ids))}: {detail}.")
     if importance:
         top = max(importance, key=importance.__getitem__)
-        out.append(f"{top} matters most ({importance[top]:.0%} of the variance explained).")
+        left_out = (f", over the {len(budget.full)} trials that reached the full budget; the "
+                    f"{len(budget.stopped)} that early stopping stopped are left out"
+                    if budget is not None and budget.stopped else "")
+        out.append(f"{top} matters most ({importance[top]:.0%} of the variance explained"
+                   f"{left_out}).")
     if any(c.status == STATUS_DIVERGENCE_EDGE for c in boundaries):
         out.append("Diverged trials mark a stability limit: the next study trims the range "
                    "there instead of expanding it.")

@@ -15,6 +15,12 @@ the web UI, the report and the trackers all call these; none re-derives them.
   (retrospective). Ties go to the lower trial number. A study with several objectives is judged
   on the first (its ``metric``), as the report's "Best trials" ranks them; its Pareto front is
   the report's ``pareto_front``.
+- **Full budget** (:func:`reached_full_budget`, :func:`budget_split`): a trial reached the full
+  budget unless an early-stopping rule stopped it (pruned) before ``budget.max_steps``. Seed
+  repeats always run the whole budget, and without ``max_steps`` every trial counts. Analyses
+  that compare scientific arms (isolation, importance, the best-per-arm tables) compare them
+  only on such trials: a stopped trial's value is from fewer steps, and a slow-starting arm is
+  stopped more often. The study's best is not judged this way: pruned trials count there.
 - **Counts** (:class:`StudyCounts`): search trials by state; seed repeats by state, apart.
 - **End** (:func:`study_end`): a study whose search trials all ended without a usable result
   (none completed or pruned) failed.
@@ -25,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from searchsvc.core.direction import direction
 from searchsvc.core.objectives import Constraint
@@ -48,6 +54,16 @@ class Judged(Protocol):
 
 
 T = TypeVar("T", bound=Judged)
+
+
+class Stepped(Judged, Protocol):
+    """A trial with the step it reached (what the full-budget rule reads)."""
+
+    @property
+    def last_step(self) -> int | None: ...
+
+
+S = TypeVar("S", bound=Stepped)
 
 
 @dataclass(frozen=True)
@@ -138,6 +154,55 @@ def best_value(trials: Iterable[Judged], mode: str, constraints: Sequence[Constr
     """The study's best value (None: no trial qualifies yet)."""
     best = best_trial(trials, mode, constraints)
     return None if best is None else best.best_value
+
+
+# -- the full budget -------------------------------------------------------------------------
+
+def reached_full_budget(trial: Stepped, max_steps: int | None) -> bool:
+    """Whether ``trial`` trained its whole budget: a seed repeat (always does), any trial of a
+    study without ``max_steps``, a trial no early-stopping rule stopped (completed, or ended
+    otherwise), or one stopped at ``max_steps`` or later. Only a pruned trial whose
+    ``last_step`` is below ``max_steps`` did not: its value is from fewer steps."""
+    if max_steps is None or trial.repeat_of is not None or trial.state != TrialState.PRUNED:
+        return True
+    return trial.last_step is not None and trial.last_step >= max_steps
+
+
+@dataclass(frozen=True)
+class BudgetSplit(Generic[S]):
+    """Trials with a result split by :func:`reached_full_budget`, in the given order."""
+
+    full: tuple[S, ...]  # reached the full budget: what arms are compared on
+    stopped: tuple[S, ...]  # an early-stopping rule stopped them before it
+
+    @property
+    def total(self) -> int:
+        return len(self.full) + len(self.stopped)
+
+    @property
+    def stopped_share(self) -> float:
+        """The share of the trials that were stopped early (0 without trials)."""
+        return len(self.stopped) / self.total if self.total else 0.0
+
+    @property
+    def mostly_stopped(self) -> bool:
+        """Whether early stopping stopped more than half of the trials."""
+        return 2 * len(self.stopped) > self.total
+
+
+def budget_split(trials: Iterable[S], max_steps: int | None) -> BudgetSplit[S]:
+    """The trials of ``trials`` with a result (:func:`has_result`), split into those that
+    reached the full budget and those an early-stopping rule stopped before it: the one count
+    of how many of an arm's trials were stopped early, and of those it is compared on."""
+    usable = [t for t in trials if has_result(t)]
+    return BudgetSplit(tuple(t for t in usable if reached_full_budget(t, max_steps)),
+                       tuple(t for t in usable if not reached_full_budget(t, max_steps)))
+
+
+def full_budget_trials(trials: Iterable[S], max_steps: int | None) -> list[S]:
+    """The trials of ``trials`` with a result that reached the full budget, in the given
+    order (:func:`budget_split`)."""
+    return list(budget_split(trials, max_steps).full)
 
 
 # -- counts ------------------------------------------------------------------------------------

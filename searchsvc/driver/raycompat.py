@@ -1,7 +1,7 @@
 """Every use of Ray's private names, in one module, behind public names the rest of searchsvc
-uses. Ray Tune offers no public hooks for what searchsvc's schedulers need (rungs refilled on
-resume, brackets chosen by trial number, PBT exploiting within a scientific arm, each exploit
-reported), so these adapters reach into its internals, and this is the one place to check when
+uses. Ray Tune offers no public hooks for what searchsvc's schedulers need (PBT exploiting within a
+scientific arm, each exploit reported; early stopping is searchsvc's own scheduler and needs
+none), so these adapters reach into its internals, and this is the one place to check when
 Ray changes.
 
 Checked against Ray ``RAY_VERSIONS`` (pyproject pins the same range); ``tests/driver/
@@ -16,20 +16,13 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ray.tune.schedulers import AsyncHyperBandScheduler, PopulationBasedTraining
-from ray.tune.schedulers.async_hyperband import _Bracket
+from ray.tune.schedulers import PopulationBasedTraining
 from ray.tune.schedulers.pb2 import PB2
 
 RAY_VERSIONS = ">=2.60,<2.61"
 
 # (owner, private attribute) pairs this module relies on; checked by the tests.
 PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
-    ("ray.tune.schedulers.async_hyperband", "_Bracket"),
-    ("_Bracket", "_rungs"),
-    ("AsyncHyperBandScheduler", "_brackets"),
-    ("AsyncHyperBandScheduler", "_trial_info"),
-    ("AsyncHyperBandScheduler", "_metric"),
-    ("AsyncHyperBandScheduler", "_metric_op"),
     ("PopulationBasedTraining", "_trial_state"),
     ("PopulationBasedTraining", "_quantiles"),
     ("PopulationBasedTraining", "_checkpoint_or_exploit"),
@@ -49,52 +42,6 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("ray.air._internal.usage", "record_extra_usage_tag"),
     ("ray.air._internal.usage", "TagKey"),
 )
-
-Rung = tuple[float, dict[str, float]]  # (milestone, {trial id: signed value recorded there})
-
-
-class Bracket(_Bracket):
-    """Ray's asynchronous-Hyperband bracket, its rungs readable as :attr:`rungs`."""
-
-    @property
-    def rungs(self) -> list[Rung]:
-        return rungs_of(self)
-
-
-def rungs_of(bracket: Any) -> list[Rung]:
-    """The rungs of any bracket of Ray's asynchronous Hyperband (its own, or a
-    :class:`Bracket`)."""
-    return bracket._rungs
-
-
-class HyperBand(AsyncHyperBandScheduler):
-    """Ray's asynchronous Hyperband with its brackets, the trial-to-bracket map and the metric
-    sign available under public names."""
-
-    def replace_brackets(self, brackets: list[Any]) -> None:
-        self._brackets = brackets
-
-    def bracket(self, index: int) -> Any:
-        return self._brackets[index]
-
-    def assign(self, trial: Any, bracket: Any) -> None:
-        """Put ``trial`` in ``bracket`` (Ray would pick one at random)."""
-        self._trial_info[trial.trial_id] = bracket
-
-    def bracket_of(self, trial: Any) -> Any | None:
-        return self._trial_info.get(trial.trial_id)
-
-    @property
-    def metric_name(self) -> str:
-        assert self._metric is not None, "set on construction (searchsvc always gives one)"
-        return self._metric
-
-    @property
-    def metric_sign(self) -> float:
-        """+1 for ``mode: max``, -1 for ``min``: rungs record ``sign * value``."""
-        assert self._metric_op is not None, "set on construction (searchsvc always gives a mode)"
-        return self._metric_op
-
 
 class PopulationHooks:
     """Mixin over Ray's PBT and PB2 that turns three private steps into public hooks:

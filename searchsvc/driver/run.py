@@ -481,7 +481,7 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
 
         from searchsvc.driver import raycompat
         from searchsvc.driver.callbacks import StoreCallback
-        from searchsvc.driver.schedulers import StudyHyperBand, create_scheduler
+        from searchsvc.driver.schedulers import StudyStopping, create_scheduler
         from searchsvc.driver.settings import trial_settings
         from searchsvc.driver.tune_search import StudySearch
 
@@ -500,9 +500,10 @@ def _fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         produced=any(t.state in USABLE_STATES for t in store.get_trials(study.name)),
         oom_retries=oom_retries, resources=spec.resources)
     scheduler = create_scheduler(schedule, spec, callback)
-    if isinstance(scheduler, StudyHyperBand):  # earlier runs' results fill the rungs
+    if isinstance(scheduler, StudyStopping):  # earlier runs' results fill each arm's state
         for observation in history:
-            scheduler.replay(observation.number, list(observation.curve))
+            scheduler.restore_trial(observation.number, dict(observation.config),
+                              list(observation.curve))
     tuner = tune.Tuner(
         _trainable(spec, settings, storage / run_name),
         tune_config=tune.TuneConfig(

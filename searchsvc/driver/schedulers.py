@@ -1,20 +1,23 @@
-"""Ray Tune schedulers for a searcher's :class:`Schedule`, with the glue searchsvc needs:
-deterministic Hyperband brackets that a resumed study refills from the store, PBT exploitation
-kept within a scientific arm, and every early stop and exploit reported as an event."""
+"""Ray Tune schedulers for a searcher's :class:`Schedule`, with the glue searchsvc needs: early
+stopping within each scientific arm, with deterministic Hyperband brackets and state a resumed
+study refills from the store; PBT exploitation kept within a scientific arm; and every early
+stop and exploit reported as an event."""
 
 from __future__ import annotations
 
 import math
 import random
 from collections.abc import Callable
-from typing import Any, ClassVar, Protocol, cast
+from typing import Any, ClassVar, Protocol
 
-from ray.tune.schedulers import TrialScheduler
+from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from searchsvc.analysis.dimensionality import RunningCollapse
-from searchsvc.driver.raycompat import PBT, Bracket, HyperBand, PB2Hooks, rungs_of
+from searchsvc.core.stopping import ArmKey, StoppingRule, arm_key
+from searchsvc.driver.raycompat import PBT, PB2Hooks
 from searchsvc.plugins import SCHEDULERS
-from searchsvc.searchers import HyperbandSchedule, PopulationSchedule, Schedule
+from searchsvc.searchers import HyperbandSchedule, PopulationSchedule, Schedule, StoppingSchedule
+from searchsvc.searchers.stopping import Result, decider
 from searchsvc.spec import RangeParameter, StudySpec
 from searchsvc.worker.context import DIMENSIONALITY_KEY, META_KEY
 
@@ -57,135 +60,91 @@ def measured_layers(result: dict) -> dict[str, dict[str, Any]]:
     return layers
 
 
-class _QuotaBracket(Bracket):
-    """Ray's asynchronous bracket, where a rung also lets at most ``ceil(n / rf)`` of the ``n``
-    trials recorded there go on (see :class:`HyperbandSchedule`, ``promotion="quota"``)."""
+class StudyStopping(FIFOScheduler):
+    """Early stopping as searchsvc decides it: the rule's decider (``searchers/stopping.py``,
+    the same code the replay runs) fed each result, one state per scientific arm, rungs refilled
+    from the store on resume (:meth:`restore`), and every early stop reported as an event.
 
-    def __init__(self, *args: Any, max_t: int, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self.max_t = max_t
-        self.promoted: dict[float, set[str]] = {m: set() for m, _ in self.rungs}
+    Carries out a multi-fidelity searcher's rungs (:class:`HyperbandSchedule`: ASHA, Hyperband,
+    BOHB, with their options) and a study file's ``early_stopping:`` rule
+    (:class:`StoppingSchedule`) beside any other searcher. Ray Tune's own asynchronous
+    Hyperband keeps one set of rungs for the whole run, which compares trials across scientific
+    arms; within one arm this decides as it does."""
 
-    def quota_left(self, milestone: float, recorded: dict) -> bool:
-        return len(self.promoted[milestone]) < math.ceil((len(recorded) + 1) / self.rf)
-
-    def on_result(self, trial: Any, cur_iter: int, cur_rew: float | None) -> str:
-        for milestone, recorded in self.rungs:
-            if cur_iter < milestone or trial.trial_id in recorded:
-                continue
-            if cur_rew is None or milestone >= self.max_t:
-                return super().on_result(trial, cur_iter, cur_rew)
-            # A percentile of the recorded floats (Ray's annotation adds complex and ndarray).
-            cutoff = cast("float | None", self.cutoff(recorded))
-            go_on = (cutoff is None or cur_rew >= cutoff) and self.quota_left(milestone, recorded)
-            recorded[trial.trial_id] = cur_rew
-            if not go_on:
-                return TrialScheduler.STOP
-            self.promoted[milestone].add(trial.trial_id)
-            return TrialScheduler.CONTINUE
-        return TrialScheduler.CONTINUE
-
-
-class StudyHyperBand(HyperBand):
-    """Ray Tune's asynchronous Hyperband with brackets assigned by trial number, rungs that can
-    be refilled from the store on resume, an optional promotion quota, and early stops
-    reported."""
-
-    kind: ClassVar[str] = "hyperband"
-    summary: ClassVar[str] = ("asynchronous successive halving in Hyperband brackets: stops a "
-                              "trial whose metric trails its rung")
+    kind: ClassVar[str] = "stopping"
+    summary: ClassVar[str] = ("early stopping within each scientific arm: ASHA/Hyperband rungs, "
+                              "or the median or percentile rule")
 
     @classmethod
-    def for_study(cls, schedule: HyperbandSchedule, spec: StudySpec,
-                  events: SchedulerEvents) -> StudyHyperBand:
-        return cls(schedule, spec.metric, spec.mode, events, label=spec.searcher,
+    def for_study(cls, schedule: HyperbandSchedule | StoppingSchedule, spec: StudySpec,
+                  events: SchedulerEvents) -> StudyStopping:
+        if isinstance(schedule, HyperbandSchedule):
+            rule, label = schedule.rule(), spec.searcher
+        else:
+            rule, label = schedule.rule, schedule.rule.kind
+        return cls(rule, schedule.max_steps, spec.metric, spec.mode, events, label=label,
+                   seed=schedule.seed, scientific=tuple(p.name for p in spec.scientific),
                    stop_collapsed=spec.dimensionality.stop_collapsed)
 
-    def __init__(self, schedule: HyperbandSchedule, metric: str, mode: str,
-                 events: SchedulerEvents, label: str = "hyperband", *,
-                 stop_collapsed: bool = False):
-        super().__init__(time_attr=STEP, metric=metric, mode=mode, max_t=schedule.max_steps,
-                         grace_period=schedule.grace_period,
-                         reduction_factor=schedule.reduction_factor,
-                         brackets=schedule.brackets)
-        if schedule.promotion == "quota":
-            self.replace_brackets([
-                _QuotaBracket(schedule.grace_period, schedule.max_steps,
-                              schedule.reduction_factor, s, max_t=schedule.max_steps)
-                for s in range(schedule.brackets)])
-        self.schedule, self.events, self.label = schedule, events, label
+    def __init__(self, rule: StoppingRule, max_steps: int, metric: str, mode: str,
+                 events: SchedulerEvents, label: str = "", *, seed: int = 0,
+                 scientific: tuple[str, ...] = (), stop_collapsed: bool = False):
+        super().__init__()
+        self.set_search_properties(metric, mode)  # Tune's public way to give them
+        self.rule, self.max_steps, self.metric_name = rule, max_steps, metric
+        self.events, self.label, self.scientific = events, label or rule.kind, scientific
+        self.decide = decider(rule, max_steps, mode, seed)
         # dimensionality.stop_collapsed: each running trial's collapse watch, by Tune's id
         self.collapse: dict[str, RunningCollapse] | None = {} if stop_collapsed else None
 
-    def replay(self, number: int, curve: list[tuple[int, float]]) -> None:
-        """Record a finished trial's results in its bracket's rungs as they happened: its value
-        at each rung it reached, and (for a quota) each rung it went on from."""
-        bracket = self.bracket(self.schedule.bracket_for(number))
-        past = f"past-{number}"  # stands for a trial of an earlier run
-        finite = [(step, value) for step, value in curve if math.isfinite(value)]
-        last = max((step for step, _ in curve), default=0)
-        for milestone, recorded in rungs_of(bracket):
-            reached = next((v for step, v in finite if step >= milestone), None)
-            if reached is None:
-                continue
-            recorded[past] = self.metric_sign * reached
-            if isinstance(bracket, _QuotaBracket) and last > milestone:
-                bracket.promoted[milestone].add(past)
+    def arm_of(self, config: dict[str, Any]) -> ArmKey:
+        return arm_key(config, self.scientific)
 
-    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
-        super().on_trial_add(tune_controller, trial)  # validates metric and mode
-        index = self.schedule.bracket_for(trial_number(trial))
-        self.assign(trial, self.bracket(index))
+    def restore_trial(self, number: int, config: dict[str, Any],
+                      curve: list[tuple[int, float]]) -> None:
+        """Record a trial of an earlier run in its arm's state as it ran (finite values)."""
+        finite = [(step, value) for step, value in curve if math.isfinite(value)]
+        self.decide.restore(number, self.arm_of(config), finite)
 
     def on_trial_result(self, tune_controller: Any, trial: Any, result: dict) -> str:
         step, value = result.get(STEP), result.get(self.metric_name)
+        if step is None:
+            return TrialScheduler.CONTINUE
         if self._collapsed(trial, step, result):
             return TrialScheduler.STOP
-        rung = self._rung_reached(trial, step)
-        action = super().on_trial_result(tune_controller, trial, result)
-        if (action == TrialScheduler.STOP and rung is not None and step is not None
-                and step < self.schedule.max_steps):
-            milestone, cutoff = rung
-            below = (cutoff is not None and value is not None
-                     and self.metric_sign * value < cutoff)
-            self.events.stopped_early(trial, int(step), {
-                "scheduler": self.label, "rung": milestone,
-                "bracket": self.schedule.bracket_for(trial_number(trial)),
-                "value": value, "cutoff": None if cutoff is None else
-                float(cutoff) * self.metric_sign,
-                "reason": "below_cutoff" if below else "rung_quota_full",
-                "reduction_factor": self.schedule.reduction_factor,
-            })
-        return action
+        if not isinstance(value, int | float) or not math.isfinite(value):
+            return TrialScheduler.CONTINUE  # nothing to rank it by at this step
+        number = trial_number(trial)
+        stop = self.decide.judge(Result(number, int(step), float(value),
+                                        self.arm_of(trial.config)))
+        if stop is None:
+            return TrialScheduler.CONTINUE
+        self.events.stopped_early(trial, int(step), {
+            "scheduler": self.label, "rule": self.rule.kind, **stop.as_data(), "value": value,
+            "arm": dict(trial.config.get(META_KEY, {}).get("arm") or {}),
+            **({"reduction_factor": self.rule.reduction_factor} if self.rule.uses_rungs
+               else {"keep": 0.5 if self.rule.kind == "median" else self.rule.keep}),
+        })
+        return TrialScheduler.STOP
 
     def _collapsed(self, trial: Any, step: Any, result: dict) -> bool:
         """With stop_collapsed: whether this result shows a watched layer collapsed (then the
         stop is reported with the layer, the rule and the value)."""
         layers = measured_layers(result)
-        if self.collapse is None or not layers or step is None:
+        if self.collapse is None or not layers:
             return False
-        watch = self.collapse.setdefault(trial.trial_id,
-                                         RunningCollapse(self.schedule.max_steps, {}))
+        watch = self.collapse.setdefault(trial.trial_id, RunningCollapse(self.max_steps, {}))
         found = watch.update(int(step), layers)
-        if found is None or step >= self.schedule.max_steps:
+        if found is None or step >= self.max_steps:
             return False
         layer, reason, dim = found
         self.events.stopped_early(trial, int(step), {
             "scheduler": self.label, "reason": "collapsed", "layer": layer, "rule": reason,
-            "participation_ratio": dim, "early": watch.early.get(layer),
-            "bracket": self.schedule.bracket_for(trial_number(trial))})
+            "participation_ratio": dim, "early": watch.early.get(layer)})
         return True
 
-    def _rung_reached(self, trial: Any, step: Any) -> tuple[int, float | None] | None:
-        """The rung this result is judged at and its cutoff before this result, if any."""
-        bracket = self.bracket_of(trial)
-        if bracket is None or step is None:
-            return None
-        for milestone, recorded in rungs_of(bracket):
-            if step < milestone or trial.trial_id in recorded:
-                continue
-            return int(milestone), bracket.cutoff(recorded)
-        return None
+    def debug_string(self) -> str:
+        return f"searchsvc early stopping: {self.rule.label} within each scientific arm"
 
 
 class _ArmPopulation:

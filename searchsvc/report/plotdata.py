@@ -437,8 +437,15 @@ def isolation_plots(spec: StudySpec, analysis: StudyAnalysis) -> tuple[Isolation
     plots = []
     for iso in analysis.isolation:
         labels = tuple(str(p.value) for p in iso.points)
-        best = Series("best trial", labels, tuple(p.best for p in iso.points),
-                      tuple(f"trial {p.number}, {p.trials} trials" for p in iso.points))
+        # Each value's best over the trials that reached the full budget (a value none of
+        # whose trials did has no point), with how many early stopping stopped.
+        reached = [(label, p) for label, p in zip(labels, iso.points, strict=True)
+                   if p.best is not None]
+        best = Series("best trial", tuple(label for label, _ in reached),
+                      tuple(float(p.best) for _, p in reached),  # type: ignore[arg-type]
+                      tuple(f"trial {p.number}, {p.trials} trials"
+                            + (f" ({p.stopped} more stopped early)" if p.stopped else "")
+                            for _, p in reached))
         spread_x = tuple(label for label, p in zip(labels, iso.points, strict=True)
                          for _ in p.top_values)
         spread_y = tuple(v for p in iso.points for v in p.top_values)
@@ -549,7 +556,7 @@ def replay_plot(replay: Replay | None) -> ReplayPlot | None:
         return None
 
     def series(name: str, keeps: bool) -> Series:
-        chosen = [s for s in replay.settings if s.keeps_top_k == keeps and s.best_value is not None]
+        chosen = [s for s in replay.settings if s.keeps_best == keeps and s.best_value is not None]
         return Series(name, tuple(100 * s.step_saving for s in chosen),
                       tuple(float(s.best_value) for s in chosen),  # type: ignore[arg-type]
                       tuple(s.rule.label for s in chosen))
@@ -557,8 +564,8 @@ def replay_plot(replay: Replay | None) -> ReplayPlot | None:
     return ReplayPlot(
         key="replay", title="Early stopping replayed: steps saved against the best value kept",
         x_label="steps saved (%)", y_label=f"best {replay.metric}",
-        kept=series(f"keeps the top {len(replay.top_k)} trials", True),
-        lost=series("stops a top trial", False), full_best=replay.best_value,
+        kept=series("keeps the best within noise", True),
+        lost=series("loses the best", False), full_best=replay.best_value,
         recommended=replay.recommended.rule.label if replay.recommended else None)
 
 

@@ -16,7 +16,12 @@ from pydantic import BaseModel
 from searchsvc.errors import SpecError, SpecIssue
 from searchsvc.plugins import SEARCHERS
 from searchsvc.searchers.base import NoOptions, Observation, Proposal, Searcher
-from searchsvc.searchers.schedule import HyperbandSchedule, PopulationSchedule, Schedule
+from searchsvc.searchers.schedule import (
+    HyperbandSchedule,
+    PopulationSchedule,
+    Schedule,
+    StoppingSchedule,
+)
 from searchsvc.searchers.space import Arm, scientific_arms
 from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec
 from searchsvc.spec.limits import limit_issues
@@ -80,6 +85,7 @@ __all__ = [
     "Proposal",
     "Schedule",
     "Searcher",
+    "StoppingSchedule",
     "check_spec",
     "create_searcher",
     "scientific_arms",

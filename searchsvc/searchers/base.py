@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from searchsvc.core import Curve, is_finite_number
 from searchsvc.errors import SpecIssue
-from searchsvc.searchers.schedule import Schedule
+from searchsvc.searchers.schedule import Schedule, StoppingSchedule
 from searchsvc.searchers.space import Arm, scientific_arms, trial_seed
 from searchsvc.spec import StudySpec
 
@@ -99,6 +99,10 @@ class Searcher(ABC):
     # Whether its schedule stops trials early at rungs (``dimensionality.stop_collapsed`` needs
     # one to stop a collapsed trial through).
     multi_fidelity: ClassVar[bool] = False
+    # Whether it stops, pauses or perturbs trials itself (a study file's ``early_stopping:``
+    # block is refused then; ``stops_trials_because`` says how it does).
+    stops_trials: ClassVar[bool] = False
+    stops_trials_because: ClassVar[str] = ""
     # Whether it runs every point of the searched parameters' grid (``SpecLimits`` caps the
     # grid's size before it is enumerated).
     exhaustive: ClassVar[bool] = False
@@ -159,5 +163,9 @@ class Searcher(ABC):
 
     def schedule(self) -> Schedule | None:
         """How trials are stopped early or perturbed while they run (None: every trial runs
-        to ``budget.max_steps`` or until the objective returns)."""
-        return None
+        to ``budget.max_steps`` or until the objective returns). By default, the study file's
+        ``early_stopping:`` rule; searchers that stop trials themselves override it."""
+        rule, max_steps = self.spec.early_stopping, self.spec.budget.max_steps
+        if rule is None or max_steps is None:
+            return None
+        return StoppingSchedule(rule, max_steps, seed=self.spec.seed)

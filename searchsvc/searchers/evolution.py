@@ -41,6 +41,9 @@ class NasOptions(BaseModel):
 class NasSearcher(Searcher):
     name = "nas"
     single_objective_because = "its evolution keeps the best architectures by one metric"
+    stops_trials = True
+    stops_trials_because = ("ages architectures out of its population by their final values, "
+                            "which a trial stopped early would not have")
     summary = ("architecture search over conditional spaces: regularized (aging) evolution per "
                "arm, or Optuna TPE")
     Options = NasOptions

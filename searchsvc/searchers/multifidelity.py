@@ -44,6 +44,9 @@ class HyperbandOptions(BaseModel):
 class HyperbandSearcher(Searcher):
     name = "hyperband"
     multi_fidelity = True
+    stops_trials = True
+    stops_trials_because = ("stops trials at its own rungs (set grace_period and "
+                            "reduction_factor in its searcher_options)")
     single_objective_because = ("a multi-fidelity searcher stops trials early by ranking "
                                 "them on one metric at each rung")
     summary = ("Hyperband's brackets run asynchronously (Ray Tune's AsyncHyperBandScheduler), "

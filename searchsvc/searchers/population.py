@@ -41,6 +41,8 @@ class PbtSearcher(QuasiRandomSearcher):
     Options = PbtOptions
     repeats_supported = False
     multi_objective = False
+    stops_trials = True
+    stops_trials_because = "pauses trials and copies the best ones' checkpoints itself"
     single_objective_because = ("pbt copies the weights of the best trials by one metric "
                                 "while they train")
     no_repeats_because = ("pbt changes a trial's config while it trains, so no config of its "

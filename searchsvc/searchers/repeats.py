@@ -112,3 +112,8 @@ class RepeatSearcher(PlannedSearcher):
 
     name = "repeats"
     summary = "seed repeats of the search's best configurations"
+
+    def schedule(self) -> None:
+        """None: a repeat runs its whole budget, whatever the study's early stopping (it
+        measures the noise of a full run)."""
+        return None

@@ -1,5 +1,6 @@
-"""What a searcher asks of the runner while trials run: stop the weak ones early (Hyperband)
-or perturb a population (PBT). Plain descriptions; the runner maps them to Ray Tune schedulers.
+"""What a searcher asks of the runner while trials run: stop the weak ones early (Hyperband's
+rungs, or a study file's ``early_stopping:`` rule) or perturb a population (PBT). Plain
+descriptions; the runner maps them to Ray Tune schedulers.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+
+from searchsvc.core.stopping import StoppingRule
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,12 @@ class HyperbandSchedule:
         return [int(self.grace_period * self.reduction_factor ** (k + bracket))
                 for k in range(count)]
 
+    def rule(self) -> StoppingRule:
+        """The early-stopping rule these rungs carry out (within each scientific arm)."""
+        return StoppingRule("asha" if self.brackets == 1 else "hyperband", self.grace_period,
+                            self.reduction_factor, brackets=self.brackets,
+                            promotion=self.promotion)
+
     def bracket_for(self, number: int) -> int:
         """Trial ``number``'s bracket: drawn as Ray Tune draws it (brackets with more rungs are
         likelier), but seeded by the trial number so a resumed study assigns the same ones."""
@@ -46,6 +55,17 @@ class HyperbandSchedule:
         weights = np.exp(sizes - sizes.max())
         rng = np.random.default_rng([self.seed, number, 7])
         return int(rng.choice(self.brackets, p=weights / weights.sum()))
+
+
+@dataclass(frozen=True)
+class StoppingSchedule:
+    """A study file's ``early_stopping:`` rule, run beside any searcher that does not stop
+    trials itself: each trial is judged against its own scientific arm's earlier trials."""
+
+    rule: StoppingRule
+    max_steps: int
+    seed: int = 0  # draws Hyperband brackets by trial number
+    kind: Literal["stopping"] = "stopping"
 
 
 @dataclass(frozen=True)
@@ -66,4 +86,4 @@ class PopulationSchedule:
     kind: Literal["population"] = "population"
 
 
-Schedule = HyperbandSchedule | PopulationSchedule
+Schedule = HyperbandSchedule | StoppingSchedule | PopulationSchedule

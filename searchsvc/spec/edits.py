@@ -93,19 +93,18 @@ class NextSeed:
 
 @dataclass(frozen=True)
 class EarlyStopping:
-    """What a replay of early stopping found (``reason``): with ``searcher``, the study is
-    switched to that multi-fidelity searcher with ``options`` (its grace period, reduction
-    factor and proposer); without, the next study's file only says so."""
+    """What a replay of early stopping found (``reason``): with a ``block``, the study file's
+    ``early_stopping:`` section that runs the recommended rule; without, the next study's
+    file only says so."""
 
     reason: str
-    searcher: str | None = None
-    options: tuple[tuple[str, Any], ...] = ()
+    block: tuple[tuple[str, Any], ...] = ()
 
     def describe(self) -> str:
-        if self.searcher is None:
+        if not self.block:
             return f"early stopping: {self.reason}"
-        options = ", ".join(f"{k}={_fmt(v)}" for k, v in self.options)
-        return f"searcher: {self.searcher} ({options}): {self.reason}"
+        options = ", ".join(f"{k}: {_fmt(v)}" for k, v in self.block)
+        return f"early_stopping: {{{options}}} ({self.reason})"
 
 
 SpecEdit = (Rename | SetRange | FixParameter | SetMaxSteps | NextSeed | SetParent
@@ -136,9 +135,8 @@ def write_edited(spec: StudySpec, edits: Sequence[SpecEdit], header: str = "") -
             data["seed"] = edit.seed
         elif isinstance(edit, SetParent):
             data["parent"] = edit.study
-        elif isinstance(edit, EarlyStopping) and edit.searcher is not None:
-            data["searcher"] = edit.searcher
-            data["searcher_options"] = dict(edit.options)
+        elif isinstance(edit, EarlyStopping) and edit.block:
+            data["early_stopping"] = dict(edit.block)
     text = header + yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
     parse_spec(text, file=f"{data['study']}.yaml")
     return text

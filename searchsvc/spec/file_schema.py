@@ -174,6 +174,24 @@ class DimensionalityFile(_FileModel):
         "watched layer collapses (below 2, or below 25% of its early value). Off by default."))
 
 
+class EarlyStoppingFile(_FileModel):
+    """Early stopping with any searcher that does not stop trials itself: each trial is compared
+    only with trials of its own scientific arm (docs/early-stopping.md)."""
+
+    rule: Literal["asha", "hyperband", "median", "percentile"] = Field(description=(
+        "asha: successive halving at rungs; hyperband: the same in Hyperband brackets; median: "
+        "stop a trial worse than the median of its arm's earlier running means; percentile: "
+        "stop a trial outside the best `keep` share of its arm's earlier values."))
+    grace_period: int = Field(1, ge=1, description="Steps every trial runs before any stop.")
+    reduction_factor: Number = Field(3.0, description=(
+        "asha, hyperband: only the top 1/reduction_factor of a rung goes on (above 1)."))
+    keep: Number = Field(0.5, description=(
+        "percentile: the share of each step's values a trial must be among (0.25 keeps the "
+        "best quarter)."))
+    brackets: int | None = Field(None, ge=1, description=(
+        "hyperband: how many brackets (default: every bracket that fits)."))
+
+
 class MetricFile(_FileModel):
     """One objective of a multi-objective study."""
 
@@ -235,6 +253,10 @@ class StudyFile(_FileModel):
     warm_start: WarmStartFile | None = Field(None, description=(
         "Feed a stored study's finished trials to a model-based searcher's model (e.g. "
         "Bayesian optimisation's) before the first proposal."))
+    early_stopping: EarlyStoppingFile | None = Field(None, description=(
+        "Stop weak trials early, within each scientific arm: {rule: asha|hyperband|median|"
+        "percentile, grace_period, reduction_factor, keep, brackets}. For searchers that do not "
+        "stop trials themselves (not asha, hyperband, bohb, pbt, nas)."))
     dimensionality: DimensionalityFile = Field(default_factory=DimensionalityFile, description=(
         "When sdk.watch measures representation dimensionality: {every: auto|N, "
         "until: off|FRACTION|STEPS, stop_collapsed: false}."))

@@ -17,6 +17,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from searchsvc.core.objectives import Constraint, Objective
+from searchsvc.core.stopping import StoppingRule
 from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
 from searchsvc.spec.references import CALLABLE_FIELD
 from searchsvc.spec.source import SpecSource
@@ -326,6 +327,7 @@ class StudySpec:
     parent: str | None = None  # the study this one was suggested by
     warm_start: str | None = None  # a stored study whose trials seed the searcher's model
     dimensionality: Dimensionality = field(default_factory=Dimensionality)
+    early_stopping: StoppingRule | None = None  # the file's `early_stopping:` block
     tracking: Tracking = field(default_factory=Tracking)  # MLflow / TensorBoard (none by default)
     # Every objective, the first being ``metric``/``mode`` (a single-objective study has
     # one); constraints on the trials' final metrics.

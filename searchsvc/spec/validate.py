@@ -18,12 +18,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from searchsvc.core.objectives import Constraint, Objective
+from searchsvc.core.stopping import StoppingRule
 from searchsvc.errors import SpecError, SpecIssue
 from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
 from searchsvc.spec.file_schema import (
     BudgetFile,
     CheckpointsFile,
     DimensionalityFile,
+    EarlyStoppingFile,
     NoiseFile,
     ParameterFile,
     ResourcesFile,
@@ -55,6 +57,7 @@ _SECTIONS: dict[str, type[BaseModel]] = {
     "noise": NoiseFile,
     "warm_start": WarmStartFile,
     "dimensionality": DimensionalityFile,
+    "early_stopping": EarlyStoppingFile,
 }
 
 
@@ -194,6 +197,7 @@ class _SemanticCheck:
         constraints = self._constraints({o.name for o in objectives})
         noise = self._noise(params, len(objectives) > 1)
         self._dimensionality(backend)
+        early_stopping = self._early_stopping(backend, budget, len(objectives) > 1)
         tracking = self._tracking(m.tracking)
         if self.issues:
             raise SpecError(self.issues)
@@ -222,6 +226,7 @@ class _SemanticCheck:
             dimensionality=Dimensionality(every=m.dimensionality.every,
                                           until=m.dimensionality.until,
                                           stop_collapsed=m.dimensionality.stop_collapsed),
+            early_stopping=early_stopping,
             source=self.source,
         )
 
@@ -241,6 +246,50 @@ class _SemanticCheck:
                 self.fail(("dimensionality", "stop_collapsed"), "stop_collapsed stops trials "
                           f"through a multi-fidelity searcher ({', '.join(multi_fidelity)}); "
                           f"searcher {m.searcher!r} has none", True)
+
+    def _early_stopping(self, backend: Any, budget: Budget, multi_objective: bool
+                        ) -> StoppingRule | None:
+        """The ``early_stopping:`` block as a rule, where one can run: it needs
+        ``budget.max_steps`` (rungs and grace periods are steps of it), one metric to rank
+        trials by, a searcher that does not stop trials itself (``stops_trials_because``) and a
+        backend that leaves the search to searchsvc."""
+        raw = self.model.early_stopping
+        if raw is None:
+            return None
+        where = ("early_stopping",)
+        searcher = SEARCHERS.get(self.model.searcher) if self.model.searcher in SEARCHERS else None
+        problems = len(self.issues)
+        if searcher is not None and searcher.stops_trials:
+            others = [n for n in SEARCHERS.names() if n not in SEARCHERS.having("stops_trials")]
+            self.fail(("early_stopping", "rule"), f"searcher {self.model.searcher!r} "
+                      f"{searcher.stops_trials_because}; early_stopping is for the searchers "
+                      f"that do not ({', '.join(others)}): remove the block or change searcher",
+                      raw.rule)
+        if multi_objective:
+            self.fail(where, "early stopping ranks trials on one metric; this study has several "
+                      "(`metrics`)")
+        if backend is not None and backend.runs_own_search:
+            self.fail(where, f"backend {self.model.backend!r} runs its own search, which "
+                      "searchsvc cannot stop trials of; early_stopping needs backend 'ray'")
+        if budget.max_steps is None:
+            self.fail(where, "early stopping judges trials at steps of budget.max_steps: set "
+                      "budget.max_steps")
+        elif raw.grace_period >= budget.max_steps:
+            self.fail(("early_stopping", "grace_period"), f"must be below budget.max_steps "
+                      f"({budget.max_steps}), or no trial could ever be stopped", raw.grace_period)
+        if raw.reduction_factor <= 1:
+            self.fail(("early_stopping", "reduction_factor"), "must be above 1",
+                      raw.reduction_factor)
+        if not 0 < raw.keep < 1:
+            self.fail(("early_stopping", "keep"), "must be between 0 and 1 (0.25 keeps the best "
+                      "quarter)", raw.keep)
+        if raw.brackets is not None and raw.rule != "hyperband":
+            self.fail(("early_stopping", "brackets"), f"only the hyperband rule has brackets, "
+                      f"not {raw.rule!r}", raw.brackets)
+        if len(self.issues) > problems:
+            return None
+        return StoppingRule(raw.rule, raw.grace_period, float(raw.reduction_factor),
+                            float(raw.keep), raw.brackets)
 
     def _noise(self, params: Mapping[str, Parameter], multi_objective: bool) -> Noise | None:
         """Repeats as asked for; by default only when there is a scientific comparison to

@@ -55,7 +55,8 @@ def test_the_decisions_carry_the_replays_evidence_and_a_hand_edit_is_one_more() 
     made = decisions(analysis)
     [stopping] = [d for d in made if d.kind == "early_stopping"]
     assert stopping.text == next(line for line in analysis.next_study.changes
-                                 if line.startswith("searcher: "))
+                                 if line.startswith("early_stopping: "))
+    assert stopping.evidence["early_stopping"] == analysis.replay.recommended.rule.as_block()
     assert stopping.evidence["replay"]["setting"] == analysis.replay.recommended.rule.label
     assert stopping.evidence["replay"]["step_saving"] == analysis.replay.recommended.step_saving
     assert len(made) == len(analysis.next_study.changes)  # one decision per change

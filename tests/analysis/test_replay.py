@@ -4,6 +4,7 @@ stopped, saved and kept, and which setting the replay recommends."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -18,9 +19,7 @@ from searchsvc.analysis.replay import (
 )
 from searchsvc.core import Measurement, TrialRecord, TrialState
 from searchsvc.core.curve import Curve
-from searchsvc.plugins import SEARCHERS
 from searchsvc.report.plotdata import replay_plot
-from searchsvc.searchers.multifidelity import AshaSearcher
 from searchsvc.spec import StudySpec, parse_spec
 
 STEP_SECONDS = 36.0  # 0.01 hours a step
@@ -173,46 +172,36 @@ parameters:
 """)
 
 
-def test_the_next_study_adopts_the_recommended_asha_keeping_the_searchers_proposals() -> None:
+def test_the_next_study_adopts_the_recommended_rule_as_an_early_stopping_block() -> None:
+    """Any rule the replay recommends becomes a runnable ``early_stopping:`` block beside the
+    study's own searcher, median and percentile included; a searcher that stops trials itself
+    is only told."""
     found = replay_study(perfect_ranking_study(), "loss", "min", 9)
     adopted = early_stopping_edit(_spec("random"), found)
-    assert (adopted.searcher, dict(adopted.options)) == (
-        "asha", {"grace_period": 1, "reduction_factor": 3.0, "proposer": "random"})
-    kept = early_stopping_edit(_spec("hyperband", "searcher_options: {proposer: random}"), found)
-    assert dict(kept.options)["proposer"] == "random"
-    named = early_stopping_edit(_spec("grid"), found)
-    assert named.searcher is None and "searcher 'grid' cannot take it" in named.describe()
+    assert dict(adopted.block) == {"rule": "asha", "grace_period": 1, "reduction_factor": 3.0}
+    assert early_stopping_edit(_spec("bayesian", "searcher_options: {sampler: gp}"),
+                               found).block == adopted.block
     median = replay_study(perfect_ranking_study(), "loss", "min", 9, kinds=("median",))
     assert median.recommended is not None
-    assert early_stopping_edit(_spec("random"), median).searcher is None
-    assert "multi-fidelity searchers (asha, bohb, hyperband)" in early_stopping_edit(
-        _spec("random"), median).describe()
+    assert dict(early_stopping_edit(_spec("grid"), median).block) == {
+        "rule": "median", "grace_period": median.recommended.rule.grace_period}
+    percentile = replay_study(perfect_ranking_study(), "loss", "min", 9, kinds=("percentile",))
+    assert percentile.recommended is not None
+    assert dict(early_stopping_edit(_spec("random"), percentile).block)["keep"] in (0.5, 0.25)
+    told = early_stopping_edit(_spec("pbt", "searcher_options: {perturbation_interval: 3}"),
+                               found)
+    assert told.block == () and "searcher 'pbt' pauses trials" in told.describe()
 
 
-class PlugInHyperband(AshaSearcher):
-    """A multi-fidelity searcher registered by this test only, with a proposer of its own."""
+def test_the_next_studys_file_runs_the_block_it_was_given() -> None:
+    from searchsvc.spec.edits import write_edited
 
-    name = "plug_in_hyperband"
-
-
-def test_what_the_next_study_keeps_of_a_searcher_is_the_searchers_to_say() -> None:
-    """The Bayesian proposer keeps the sampler ASHA can run, BOHB's model cannot be kept, and
-    a searcher registered as multi-fidelity keeps its proposer with no other edit."""
+    spec = _spec("random")
     found = replay_study(perfect_ranking_study(), "loss", "min", 9)
-    rule = {"grace_period": 1, "reduction_factor": 3.0}
-    bayesian = early_stopping_edit(_spec("bayesian", "searcher_options: {sampler: gp}"), found)
-    assert (bayesian.searcher, dict(bayesian.options)) == (
-        "asha", {**rule, "proposer": "bayesian", "sampler": "gp"})
-    bohb = early_stopping_edit(_spec("bohb"), found)
-    assert bohb.searcher is None and "searcher 'bohb' cannot take it" in bohb.describe()
-    SEARCHERS.register(PlugInHyperband.name, PlugInHyperband)
-    try:
-        kept = early_stopping_edit(_spec(PlugInHyperband.name, "searcher_options: "
-                                         "{proposer: bayesian, sampler: tpe}"), found)
-    finally:
-        SEARCHERS.unregister(PlugInHyperband.name)
-    assert (kept.searcher, dict(kept.options)) == (
-        "asha", {**rule, "proposer": "bayesian", "sampler": "tpe"})
+    text = write_edited(spec, [early_stopping_edit(spec, found)])
+    again = parse_spec(text)
+    assert again.searcher == "random"
+    assert again.early_stopping == found.recommended.rule  # type: ignore[union-attr]
 
 
 def test_the_replay_plot_splits_the_settings_by_whether_they_keep_the_top_trials() -> None:
@@ -228,3 +217,58 @@ def test_curves_read_without_their_measurements_are_not_replayed() -> None:
     trials = perfect_ranking_study()
     unread = [*trials[:-1], TrialRecord(**{**trials[-1].__dict__, "measurements": ()})]
     assert full_curve_trials(unread, 9) == []
+
+
+def test_a_setting_that_stops_a_top_trial_within_noise_of_the_best_keeps_the_best() -> None:
+    """The three best trials end within 0.01 of each other, and the third of them starts
+    worst of all: a top-3 rule would call every stopping setting unsafe, while the best the
+    study finds under ASHA is within the noise of its best with full curves."""
+    finals = [0.50, 0.51, 0.52, 0.9, 0.95, 1.0, 1.05]
+    starts = [1.0, 1.0, 5.0, 1.5, 1.6, 1.7, 1.8]
+    trials = [trial(n, [f + (s - f) / step for step in range(1, 10)])
+              for n, (f, s) in enumerate(zip(finals, starts, strict=True))]
+    found = replay_study(trials, "loss", "min", 9, kinds=("asha",))
+    stops_third = [s for s in found.settings if 2 in s.stopped]
+    assert stops_third and not any(s.keeps_top_k for s in stops_third)
+    assert all(s.keeps_best for s in stops_third)  # 0.51 is within the spread of the top 3
+    assert found.recommended is not None and 2 in found.recommended.stopped
+    assert "[proxy: no seed repeats" in found.reason
+
+
+def test_seed_repeats_measure_the_noise_the_best_is_kept_within() -> None:
+    noisy = replay_study(slow_winner_study(), "loss", "min", 8, kinds=("asha",), noise=1.0,
+                         noise_method="seed_repeats")
+    assert all(s.keeps_best for s in noisy.settings)  # 0.66 lost is within a noise of 1.0
+    assert "within seed noise (sd 1, from the seed repeats)" in noisy.reason
+    tight = replay_study(slow_winner_study(), "loss", "min", 8, kinds=("asha",), noise=0.01,
+                         noise_method="seed_repeats")
+    assert not tight.settings[0].keeps_best
+    assert tight.settings[0].best_kept_text().startswith("no: study 0.6")
+
+
+def two_arm_study() -> list[TrialRecord]:
+    """Arm depth=1 learns fast, depth=2 slowly; both end at the same best (0.3) and the same
+    ranks within each arm."""
+    out = []
+    for n in range(12):
+        depth, level = 1 + n % 2, 0.3 + 0.05 * (n // 2)
+        slow = 1.0 if depth == 1 else 6.0
+        t = trial(n, [level + slow / step**2 for step in range(1, 10)])
+        out.append(TrialRecord(**{**t.__dict__, "config": {"depth": depth, "lr": n},
+                                  "arm": {"depth": depth}}))
+    return out
+
+
+def test_rules_judged_within_each_arm_keep_the_slow_arms_best_and_across_arms_lose_it() -> None:
+    trials = two_arm_study()
+    within = replay_study(trials, "loss", "min", 9, kinds=("asha",), scientific=("depth",))
+    across = replay_study(trials, "loss", "min", 9, kinds=("asha",), scientific=("depth",),
+                          per_arm=False)
+    short = Rule("asha", 1, 3.0)
+    mine = next(s for s in within.settings if s.rule == short)
+    theirs = next(s for s in across.settings if s.rule == replace(short, per_arm=False))
+    slow = {t.number for t in trials if t.config["depth"] == 2}
+    assert mine.keeps_best and set(mine.shortfall) == {"depth=1", "depth=2"}
+    assert slow <= set(theirs.stopped) and not theirs.keeps_best  # the whole slow arm stopped
+    assert theirs.best_kept_text().startswith("no: depth=2")
+    assert within.recommended is not None and within.recommended.rule.per_arm

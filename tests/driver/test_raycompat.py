@@ -56,13 +56,6 @@ def _set_in_init(cls: type, name: str) -> bool:
     return re.search(rf"self\.{name}\s*(:[^=\n]*)?=", inspect.getsource(cls.__init__)) is not None
 
 
-def test_a_hyperband_bracket_exposes_its_rungs() -> None:
-    bracket = _Bracket(min_t=1, max_t=9, reduction_factor=3, s=0)
-    rungs = raycompat.rungs_of(bracket)
-    assert [milestone for milestone, _ in rungs] == [9, 3, 1]
-    assert all(recorded == {} for _, recorded in rungs)
-
-
 def test_tune_tags_searchsvcs_callbacks_without_importing_mlflow_or_wandb() -> None:
     """A driver that tracks nothing never loads MLflow or W&B for Ray's usage tag, and the tag
     still counts its callbacks as Ray counts custom ones."""

@@ -1,4 +1,5 @@
-"""The Hyperband scheduler's promotion rules, driven directly (no Ray cluster needed)."""
+"""The early-stopping scheduler's rules, driven directly (no Ray cluster needed): Hyperband's
+promotion rules, and every rule judging a trial only against its own scientific arm."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ from typing import Any
 import pytest
 from ray.tune.schedulers import TrialScheduler
 
-from searchsvc.driver.schedulers import StudyHyperBand
+from searchsvc.core.stopping import StoppingRule
+from searchsvc.driver.schedulers import StudyStopping
 from searchsvc.searchers import HyperbandSchedule
 from searchsvc.worker.context import META_KEY
 
 
 class FakeTrial:
-    def __init__(self, number: int):
+    def __init__(self, number: int, depth: int | None = None):
         self.trial_id = f"t{number}"
-        self.config = {META_KEY: {"number": number}}
+        arm = {} if depth is None else {"depth": depth}
+        self.config = {META_KEY: {"number": number, "arm": arm}, "lr": 0.1, **arm}
 
 
 class Events:
@@ -30,14 +33,14 @@ class Events:
         raise AssertionError("no exploits in Hyperband")
 
 
-def scheduler(promotion: str) -> tuple[StudyHyperBand, Events]:
+def scheduler(promotion: str) -> tuple[StudyStopping, Events]:
     schedule = HyperbandSchedule(max_steps=9, grace_period=1, reduction_factor=3, brackets=1,
                                  promotion=promotion)  # type: ignore[arg-type]
     events = Events()
-    return StudyHyperBand(schedule, "loss", "min", events, label="bohb"), events
+    return StudyStopping(schedule.rule(), 9, "loss", "min", events, label="bohb"), events
 
 
-def first_rung_actions(s: StudyHyperBand, losses: list[float], first: int = 0) -> list[str]:
+def first_rung_actions(s: StudyStopping, losses: list[float], first: int = 0) -> list[str]:
     actions = []
     for number, loss in enumerate(losses, start=first):
         trial = FakeTrial(number)
@@ -89,9 +92,51 @@ def test_quota_still_stops_trials_below_the_cutoff() -> None:
 
 def test_a_resumed_study_counts_the_promotions_of_its_earlier_run() -> None:
     s, _ = scheduler("quota")
-    s.replay(0, [(1, 0.5), (2, 0.4), (3, 0.3)])  # went on from rung 1
-    s.replay(1, [(1, 0.9)])  # stopped at rung 1
+    s.restore_trial(0, {}, [(1, 0.5), (2, 0.4), (3, 0.3)])  # went on from rung 1
+    s.restore_trial(1, {}, [(1, 0.9)])  # stopped at rung 1
     # Rung 1 now holds 2 values, one promoted: a third trial may go on (ceil(3/3) = 1 is used
     # up) only if the quota allows, whatever its value.
     assert first_rung_actions(s, [0.01], first=2) == [TrialScheduler.STOP]
     assert first_rung_actions(s, [0.02], first=3) == [TrialScheduler.CONTINUE]  # ceil(4/3) = 2
+
+
+def per_arm(rule: StoppingRule) -> tuple[StudyStopping, Events]:
+    events = Events()
+    return StudyStopping(rule, 9, "loss", "min", events, scientific=("depth",)), events
+
+
+def act(s: StudyStopping, number: int, depth: int, step: int, loss: float) -> str:
+    trial = FakeTrial(number, depth)
+    if step == 1:
+        s.on_trial_add(None, trial)
+    return s.on_trial_result(None, trial, {"training_iteration": step, "loss": loss})
+
+
+@pytest.mark.parametrize("rule", [StoppingRule("asha", 1, 3.0), StoppingRule("median", 1),
+                                  StoppingRule("percentile", 1, keep=0.5)])
+def test_a_slow_arm_is_judged_only_against_its_own_trials(rule: StoppingRule) -> None:
+    """The fast arm (depth 1) reports 0.1..0.4 at step 1, the slow arm (depth 2) 2.0..2.3:
+    across arms every slow trial would be below any cutoff; within its arm only its own
+    weaker trials are, and the first trials of each arm always go on."""
+    s, events = per_arm(rule)
+    fast = [act(s, n, 1, 1, 0.1 + 0.1 * n) for n in range(4)]
+    slow = [act(s, 4 + n, 2, 1, 2.0 + 0.1 * n) for n in range(4)]
+    assert fast == slow  # the same ranks within each arm give the same decisions
+    assert slow[0] == TrialScheduler.CONTINUE
+    assert all(data["arm"] == {"depth": 2} for _, data in events.stops[len(events.stops) // 2:])
+    across, _ = per_arm(StoppingRule(rule.kind, 1, 3.0, rule.keep, per_arm=False))
+    for n in range(4):
+        act(across, n, 1, 1, 0.1 + 0.1 * n)
+    assert [act(across, 4 + n, 2, 1, 2.0 + 0.1 * n) for n in range(4)][-1] == TrialScheduler.STOP
+
+
+def test_a_resumed_arm_meets_the_cutoff_only_its_own_earlier_trials_set() -> None:
+    s, events = per_arm(StoppingRule("asha", 1, 3.0))
+    # Earlier run: arm depth=1 recorded 0.1 and 0.2 at rung 1; arm depth=2 recorded 5.0.
+    s.restore_trial(0, {"depth": 1, "lr": 0.1}, [(1, 0.1), (2, 0.1), (3, 0.1)])
+    s.restore_trial(1, {"depth": 1, "lr": 0.2}, [(1, 0.2), (2, 0.2), (3, 0.2)])
+    s.restore_trial(2, {"depth": 2, "lr": 0.1}, [(1, 5.0), (2, 4.0), (3, 3.0)])
+    assert act(s, 3, 1, 1, 0.9) == TrialScheduler.STOP  # below depth=1's cutoff
+    # the top third of (0.1, 0.2), interpolated as numpy does: 0.2 - (0.2 - 0.1) * 2 / 3
+    assert events.stops[-1][1]["cutoff"] == pytest.approx(0.2 - 0.1 * 2 / 3)
+    assert act(s, 4, 2, 1, 0.9) == TrialScheduler.CONTINUE  # depth=2's only value is 5.0

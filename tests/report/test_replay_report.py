@@ -45,7 +45,7 @@ def test_a_full_curve_studys_report_holds_the_replay_and_its_next_study_adopts_i
     assert replay is not None and replay.concurrency == 2 and replay.trials == 12
     assert replay == study_replay(spec, trials)  # one rule: the report shows the replay's
     best = replay.recommended
-    assert best is not None and best.keeps_top_k and best.rank_correlation == 1.0
+    assert best is not None and best.keeps_best and best.rank_correlation == 1.0
     files = write_files(tmp_path, study, spec, trials, analysis)
 
     data = json.loads(files.files["json"].read_text())["replay"]
@@ -63,12 +63,11 @@ def test_a_full_curve_studys_report_holds_the_replay_and_its_next_study_adopts_i
     suggested = files.files["next_study"].read_text()
     parse_spec(suggested)  # a valid study file
     data = yaml.safe_load(suggested)
-    if best.rule.kind in ("asha", "hyperband"):
-        assert data["searcher"] == best.rule.kind
-        assert data["searcher_options"] == {"grace_period": best.rule.grace_period,
-                                            "reduction_factor": best.rule.reduction_factor,
-                                            "proposer": "quasi_random"}
-    assert f"keeps the top 3 trials and saves {best.step_saving:.0%}" in suggested
+    assert data["searcher"] == "quasi_random"  # the block runs beside the study's searcher
+    assert data["early_stopping"] == best.rule.as_block()
+    assert parse_spec(suggested).early_stopping == best.rule
+    assert "keeps the study's best within noise (sd " in suggested
+    assert f"saves {best.step_saving:.0%} of the steps" in suggested
 
 
 def test_a_study_that_is_unsafe_to_stop_early_says_so_in_its_next_study() -> None:

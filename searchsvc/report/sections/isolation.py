@@ -1,5 +1,6 @@
 """Isolation: each scientific parameter's effect with the nuisance parameters tuned away,
-judged against the seed noise."""
+judged against the seed noise, on the trials that reached the full budget (how many of each
+value's trials early stopping stopped is shown next to the verdict: ``stopped``)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,8 @@ class IsolationSection(Section):
              "points": [{"value": p.value, "best": p.best, "trial_id": p.number,
                          "number": p.number, "trials": p.trials, "top_values": list(p.top_values),
                          "mean": p.mean, "ci_low": p.ci_low, "ci_high": p.ci_high,
-                         "repeats": p.repeats, "repeat_of": p.repeat_of}
+                         "repeats": p.repeats, "repeat_of": p.repeat_of,
+                         "stopped": p.stopped}
                         for p in i.points]}
             for i in analysis.isolation
         ]}
@@ -51,10 +53,22 @@ class IsolationSection(Section):
             return []
         lines = ["", "## Isolation", ""]
         for iso in context.analysis.isolation:
+            # A column of trials stopped early only where early stopping stopped some.
+            stops = any(p.stopped for p in iso.points)
             lines += [f"**{iso.parameter}** — {iso.verdict}: {iso.detail}", "",
-                      f"| {iso.parameter} | best {context.study.metric} | trial | trials |",
-                      "|---|---|---|---|"]
-            lines += [f"| {p.value} | {p.best:.5g} | {p.number} | {p.trials} |"
+                      f"| {iso.parameter} | best {context.study.metric} | trial | trials |"
+                      + (" stopped early |" if stops else ""),
+                      "|---|---|---|---|" + ("---|" if stops else "")]
+            lines += [f"| {p.value} | {_cell(p.best)} | {_cell(p.number)} | {p.trials} |"
+                      + (f" {p.stopped} of {p.trials + p.stopped} |" if stops else "")
                       for p in iso.points]
             lines.append("")
         return lines
+
+
+def _cell(value: float | int | None) -> str:
+    """A table cell: a float to 5 significant digits; "—" for none (no trial of the value
+    reached the full budget)."""
+    if value is None:
+        return "—"
+    return f"{value:.5g}" if isinstance(value, float) else str(value)

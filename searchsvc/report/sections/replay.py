@@ -59,13 +59,15 @@ def replay_lines(analysis: StudyAnalysis) -> list[str]:
              f"Every setting replayed on the {replay.trials} full curves, in the order the "
              f"trials ran, {replay.concurrency} at a time. {replay.reason[0].upper()}"
              f"{replay.reason[1:]}.", "",
-             "| setting | steps saved | GPU-hours saved | top trials kept | best value | "
-             "rank correlation at grace |", "|---|---|---|---|---|---|"]
+             "| setting | steps saved | GPU-hours saved | best kept | top trials kept | "
+             "best value | rank correlation at grace |", "|---|---|---|---|---|---|---|"]
     for s in replay.settings:
         kept = ", ".join(f"{n}{'' if ok else ' (stopped)'}" for n, ok in s.top_k.items())
         lines.append(f"| {s.rule.label} | {s.step_saving:.0%} | {_cell(s.gpu_hours_saved)} | "
-                     f"{kept} | {_cell(s.best_value)} | {_cell(s.rank_correlation)} |")
+                     f"{s.best_kept_text()} | {kept} | {_cell(s.best_value)} | "
+                     f"{_cell(s.rank_correlation)} |")
     return lines
+
 
 
 def _cell(value: float | None) -> str:

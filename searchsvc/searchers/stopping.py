@@ -1,0 +1,224 @@
+"""The deciders that carry out an early-stopping rule (:class:`~searchsvc.core.stopping.
+StoppingRule`): fed a study's results one at a time, in the order they arrive, each says whether
+the trial stops after that result, and why.
+
+Pure (no Ray, no store) and shared: the live scheduler (``driver/schedulers.py``) and the replay
+of a finished study (``analysis/replay.py``) both run these, so the stops the replay predicts
+are the stops a live run makes on the same sequence of results.
+
+Each scientific arm has its own state (rungs, per-step statistics): a trial is only ever
+compared with trials of its own arm, unless the rule says ``per_arm=False``.
+
+The rung rules decide exactly as Ray Tune's ``AsyncHyperBandScheduler`` does within one arm
+(its rungs, its ``np.nanpercentile`` cutoff, its "stop when below the cutoff" test), with each
+trial's Hyperband bracket drawn from its number (:meth:`HyperbandSchedule.bracket_for`) so that a
+resumed study assigns the same ones.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from searchsvc.core.direction import direction
+from searchsvc.core.stopping import ArmKey, StoppingRule
+from searchsvc.searchers.schedule import HyperbandSchedule
+
+MIN_SAMPLES = 3  # median/percentile: earlier trials of the arm needed at a step before any stop
+
+
+@dataclass(frozen=True)
+class Result:
+    """One reported step, as a scheduler sees it."""
+
+    number: int
+    step: int
+    value: float
+    arm: ArmKey = ()
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a trial stops after a result: the rule's ``reason``, the ``cutoff`` it missed (in
+    the metric's own units), and for rung rules the ``rung`` and ``bracket``."""
+
+    reason: str  # below_cutoff | rung_quota_full | below_median | below_percentile
+    cutoff: float | None
+    rung: int | None = None
+    bracket: int | None = None
+
+    def as_data(self) -> dict[str, Any]:
+        return {"reason": self.reason, "cutoff": self.cutoff, "rung": self.rung,
+                "bracket": self.bracket}
+
+
+class Decider(Protocol):
+    def judge(self, result: Result) -> Stop | None:
+        """Record ``result`` and say whether its trial stops after it (None: it goes on)."""
+
+    def restore(self, number: int, arm: ArmKey, points: Sequence[tuple[int, float]]) -> None:
+        """Record a trial of an earlier run as it ran (its finite ``(step, value)`` points), so
+        that a resumed study's trials meet the cutoffs its earlier trials set."""
+
+
+def rung_schedule(rule: StoppingRule, max_steps: int, seed: int = 0) -> HyperbandSchedule:
+    """The rungs and brackets of a rung rule (``asha``: one bracket; ``hyperband``: its
+    ``brackets``, or every bracket that fits)."""
+    fitting = int(math.log(max_steps / rule.grace_period) / math.log(rule.reduction_factor)) + 1
+    brackets = 1 if rule.kind == "asha" else min(rule.brackets or fitting, fitting)
+    return HyperbandSchedule(max_steps, rule.grace_period, rule.reduction_factor, brackets,
+                             seed=seed, promotion=rule.promotion)
+
+
+# -- rung rules --------------------------------------------------------------------------------
+
+class _Rungs:
+    """One bracket: rungs (highest first) with each trial's reward recorded at each (higher is
+    better), and, for a quota, the trials that went on from each."""
+
+    def __init__(self, milestones: Sequence[int], reduction_factor: float, max_steps: int,
+                 quota: bool):
+        self.rungs: list[tuple[int, dict[int, float]]] = [
+            (m, {}) for m in sorted(milestones, reverse=True)]
+        self.rf, self.max_steps, self.quota = reduction_factor, max_steps, quota
+        self.promoted: dict[int, set[int]] = {m: set() for m in milestones}
+
+    def cutoff(self, recorded: dict[int, float]) -> float | None:
+        if not recorded:
+            return None
+        return float(np.nanpercentile(list(recorded.values()), (1 - 1 / self.rf) * 100))
+
+    def on_result(self, number: int, step: int, reward: float) -> tuple[int, float | None, str
+                                                                         ] | None:
+        """(rung, cutoff, reason) when the trial stops at this result; None when it goes on."""
+        for milestone, recorded in self.rungs:
+            if step < milestone or number in recorded:
+                continue
+            cutoff = self.cutoff(recorded)
+            below = cutoff is not None and reward < cutoff
+            full = (self.quota and milestone < self.max_steps
+                    and len(self.promoted[milestone]) >= math.ceil((len(recorded) + 1) / self.rf))
+            recorded[number] = reward
+            if below or full:
+                return milestone, cutoff, "below_cutoff" if below else "rung_quota_full"
+            self.promoted[milestone].add(number)
+            return None
+        return None
+
+    def restore(self, number: int, points: Sequence[tuple[int, float]]) -> None:
+        last = max((step for step, _ in points), default=0)
+        for milestone, recorded in self.rungs:
+            reached = next((v for step, v in points if step >= milestone), None)
+            if reached is None:
+                continue
+            recorded[number] = reached
+            if last > milestone:
+                self.promoted[milestone].add(number)
+
+
+class RungRule:
+    """ASHA or asynchronous Hyperband within one arm."""
+
+    def __init__(self, rule: StoppingRule, max_steps: int, mode: str, seed: int = 0):
+        self.schedule = rung_schedule(rule, max_steps, seed)
+        self.sign = -direction(mode).sign  # reward = sign * value: higher is better
+        quota = rule.promotion == "quota"
+        self.brackets = [_Rungs(self.schedule.milestones(b), rule.reduction_factor, max_steps,
+                                quota) for b in range(self.schedule.brackets)]
+
+    def judge(self, result: Result) -> Stop | None:
+        if result.step >= self.schedule.max_steps:
+            return None  # the trial's normal end
+        index = self.schedule.bracket_for(result.number)
+        found = self.brackets[index].on_result(result.number, result.step,
+                                               self.sign * result.value)
+        if found is None:
+            return None
+        rung, cutoff, reason = found
+        return Stop(reason, None if cutoff is None else self.sign * cutoff, rung, index)
+
+    def restore(self, number: int, arm: ArmKey, points: Sequence[tuple[int, float]]) -> None:
+        bracket = self.brackets[self.schedule.bracket_for(number)]
+        bracket.restore(number, [(s, self.sign * v) for s, v in points])
+
+
+# -- median and percentile rules ---------------------------------------------------------------
+
+class PercentileRule:
+    """The median rule (running means, ``keep`` 0.5) or the percentile rule (values at the
+    step), judged on the trial's best value so far. Losses throughout (lower is better); each
+    step's earlier statistics are kept sorted, so a judgement costs one insertion."""
+
+    def __init__(self, rule: StoppingRule, mode: str):
+        self.rule, self.dir = rule, direction(mode)
+        self.keep = 0.5 if rule.kind == "median" else rule.keep
+        self.best: dict[int, float] = {}  # trial -> best loss so far
+        self.sums: dict[int, tuple[float, int]] = {}  # trial -> (sum of losses, count)
+        self.at_step: dict[int, list[float]] = {}  # step -> earlier trials' statistics, sorted
+
+    def judge(self, result: Result) -> Stop | None:
+        loss = self.dir.loss(result.value)
+        best = min(self.best.get(result.number, loss), loss)
+        self.best[result.number] = best
+        total, count = self.sums.get(result.number, (0.0, 0))
+        self.sums[result.number] = total + loss, count + 1
+        statistic = (total + loss) / (count + 1) if self.rule.kind == "median" else loss
+        others = self.at_step.setdefault(result.step, [])
+        judged = result.step >= self.rule.grace_period and len(others) >= MIN_SAMPLES
+        cutoff = percentile(others, self.keep) if judged else None
+        bisect.insort(others, statistic)
+        if cutoff is None or best <= cutoff:
+            return None
+        return Stop(f"below_{self.rule.kind}", self.dir.sign * cutoff, rung=result.step)
+
+    def restore(self, number: int, arm: ArmKey, points: Sequence[tuple[int, float]]) -> None:
+        for step, value in points:
+            self.judge(Result(number, step, value, arm))
+
+
+def percentile(ordered: Sequence[float], share: float) -> float:
+    """The ``share`` quantile of sorted ``ordered``, interpolated linearly between the two
+    nearest values (numpy's default method)."""
+    position = share * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+# -- per arm -----------------------------------------------------------------------------------
+
+class ByArm:
+    """One decider per scientific arm, made on the arm's first result (one for the whole study
+    when ``per_arm`` is off)."""
+
+    def __init__(self, make: Callable[[], Decider], per_arm: bool = True):
+        self.make, self.per_arm = make, per_arm
+        self.arms: dict[ArmKey, Decider] = {}
+
+    def of(self, arm: ArmKey) -> Decider:
+        key = arm if self.per_arm else ()
+        found = self.arms.get(key)
+        if found is None:
+            found = self.arms[key] = self.make()
+        return found
+
+    def judge(self, result: Result) -> Stop | None:
+        return self.of(result.arm).judge(result)
+
+    def restore(self, number: int, arm: ArmKey, points: Sequence[tuple[int, float]]) -> None:
+        self.of(arm).restore(number, arm, points)
+
+
+def decider(rule: StoppingRule, max_steps: int, mode: str, seed: int = 0) -> ByArm:
+    """A fresh, stateful decider for ``rule``, one state per arm (unless ``rule.per_arm`` is
+    off); ``seed`` draws Hyperband brackets."""
+    def make() -> Decider:
+        if rule.uses_rungs:
+            return RungRule(rule, max_steps, mode, seed)
+        return PercentileRule(rule, mode)
+    return ByArm(make, rule.per_arm)
