@@ -412,15 +412,17 @@ def replay(
         "(repeat for several; default: all).")] = None,
     concurrency: Annotated[int | None, typer.Option(
         min=1, help="Trials at a time (default: the study's budget.max_concurrent).")] = None,
-    top_k: Annotated[int, typer.Option("--top-k", min=1, help="The best trials every "
-                                       "recommended setting must keep.")] = 3,
+    top_k: Annotated[int, typer.Option("--top-k", min=1, help="The best trials whose fate "
+                                       "each setting's row lists.")] = 3,
     as_json: Annotated[bool, typer.Option("--json", help="Print the replay as JSON "
                                           "(report.json's `replay`).")] = False,
     storage: StorageOpt = None,
 ) -> None:
     """Would early stopping have paid off? Replays the study's stored curves under ASHA,
     Hyperband, the median and a percentile rule (several settings each), in the order its
-    trials ran, and names the most aggressive setting that keeps its top trials."""
+    trials ran, each scientific arm judged on its own as live rules judge it, and names the
+    most aggressive setting that keeps every arm's best within the seed noise (a study file's
+    `early_stopping:` block; the suggested next study carries it)."""
     import json
 
     from searchsvc import usecases
@@ -436,7 +438,8 @@ def replay(
 
 
 def _replay_table(found: Replay) -> Table:
-    """One row per replayed setting: steps and GPU-hours saved, top trials kept, best value."""
+    """One row per replayed setting: steps and GPU-hours saved, whether the best is kept, top
+    trials kept, best value."""
     # A setting is copied into a study file as it is: never folded, whatever the width.
     table = Table(Column("setting", no_wrap=True), "steps saved", "GPU-hours saved",
                   "best kept", f"top {len(found.top_k)} kept", f"best {found.metric}",

@@ -302,7 +302,8 @@ def replay(name: str, store: StudyReader, kinds: Iterable[str] | None = None, *,
            concurrency: int | None = None, top_k: int | None = None) -> Replay:
     """Study ``name``'s full curves replayed under each early-stopping rule of ``kinds``
     (default: all; see :mod:`searchsvc.analysis.replay`), ``concurrency`` trials at a time
-    (default: its ``budget.max_concurrent``), keeping its ``top_k`` best trials (default 3);
+    (default: its ``budget.max_concurrent``), each setting listing the fate of its ``top_k``
+    best trials (default 3);
     :class:`~searchsvc.errors.ConflictError` saying why when it has no full curves."""
     from searchsvc.analysis.replay import RULE_KINDS, TOP_K, not_replayable, study_replay
     from searchsvc.errors import ConflictError, UsageError

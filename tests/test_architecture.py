@@ -428,9 +428,9 @@ def test_the_state_alias_check_sees_one() -> None:
 
 
 def test_the_next_study_names_no_searcher() -> None:
-    """Which searcher runs a replayed early-stopping rule, and what it keeps of a study's
-    searcher, the searchers say (``multi_fidelity``, ``Searcher.proposing_as``): the suggested
-    next study asks the registry instead of listing names."""
+    """Whether a study's searcher can take a replayed rule's ``early_stopping:`` block, the
+    searchers say (``stops_trials``): the suggested next study asks the registry instead of
+    listing names."""
     from searchsvc.plugins import SEARCHERS
 
     [module] = [m for m in MODULES if m.name == "searchsvc.analysis.next_study"]

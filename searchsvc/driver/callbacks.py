@@ -284,9 +284,17 @@ def stop_reason(data: dict[str, Any], metric: str) -> str:
                 f"ratio {_short(data.get('participation_ratio'))}, early "
                 f"{_short(data.get('early'))})")
     cutoff, rf = data.get("cutoff"), _short(data.get("reduction_factor"))
+    arm = ", ".join(f"{k}={v}" for k, v in (data.get("arm") or {}).items())
+    within = f" of its arm ({arm})" if arm else ""
+    if data.get("reason") == "below_median":
+        return (f"its best {metric} so far was worse than the median {_short(cutoff)} of the "
+                f"running means{within} at step {data.get('rung')}")
+    if data.get("reason") == "below_percentile":
+        return (f"its best {metric} so far was outside the best {data.get('keep', 0.5):.0%} "
+                f"of the values{within} at step {data.get('rung')} (cutoff {_short(cutoff)})")
     if data.get("reason") == "rung_quota_full":
         return f"rung {data.get('rung')} had already let its quota of 1/{rf} of its trials go on"
-    return (f"{metric}={_short(data.get('value'))} was not in the top 1/{rf} at rung "
+    return (f"{metric}={_short(data.get('value'))} was not in the top 1/{rf}{within} at rung "
             f"{data.get('rung')}" + ("" if cutoff is None else f" (cutoff {_short(cutoff)})"))
 
 

@@ -113,14 +113,6 @@ class Searcher(ABC):
         self.arms = scientific_arms(spec)
 
     @classmethod
-    def proposing_as(cls, spec: StudySpec) -> tuple[tuple[str, Any], ...] | None:
-        """For a ``multi_fidelity`` searcher taking over study ``spec`` (of any searcher) to
-        add early stopping: its ``searcher_options``, besides those of its stopping rule, under
-        which it proposes configs as ``spec``'s searcher did; None when it cannot (the
-        default)."""
-        return None
-
-    @classmethod
     def check(cls, spec: StudySpec) -> list[SpecIssue]:
         """Rules this searcher adds to the study file (default: a trial budget is required,
         and large enough to give every arm at least one trial)."""

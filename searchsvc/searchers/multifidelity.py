@@ -1,7 +1,8 @@
 """Multi-fidelity searchers: Hyperband, ASHA and BOHB.
 
 Each pairs a proposer (which configs to try) with a :class:`HyperbandSchedule` (which trials to
-stop early); the runner maps the schedule to Ray Tune's asynchronous Hyperband scheduler.
+stop early); the runner carries the schedule out with searchsvc's own early-stopping scheduler
+(``driver/schedulers.py``: ASHA's rule, with rungs per scientific arm).
 """
 
 from __future__ import annotations
@@ -9,12 +10,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import cached_property
-from typing import Any, ClassVar, Literal, get_args
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from searchsvc.errors import SpecIssue
-from searchsvc.plugins import SEARCHERS
 from searchsvc.searchers.base import Observation, Proposal, Searcher
 from searchsvc.searchers.bayesian import BayesianOptions, BayesianSearcher
 from searchsvc.searchers.schedule import HyperbandSchedule
@@ -49,7 +49,7 @@ class HyperbandSearcher(Searcher):
                             "reduction_factor in its searcher_options)")
     single_objective_because = ("a multi-fidelity searcher stops trials early by ranking "
                                 "them on one metric at each rung")
-    summary = ("Hyperband's brackets run asynchronously (Ray Tune's AsyncHyperBandScheduler), "
+    summary = ("Hyperband's brackets run asynchronously, with rungs per scientific arm, "
                "configs from a random, quasi-random or Bayesian proposer")
     Options: ClassVar[type[HyperbandOptions | BohbOptions]] = HyperbandOptions
     default_brackets: int | None = None  # None: every bracket that fits
@@ -76,29 +76,6 @@ class HyperbandSearcher(Searcher):
                 f"grace_period and budget.max_steps; at most {MAX_RUNGS} (a larger factor)",
                 factor))
         return issues
-
-    @classmethod
-    def proposing_as(cls, spec: StudySpec) -> tuple[tuple[str, Any], ...] | None:
-        """Its ``proposer`` (and the Bayesian proposer's ``sampler``): ``spec``'s searcher when
-        that is one of its proposers, or the proposer of a multi-fidelity study that has one;
-        None for any other searcher, or when it has no ``proposer`` option (BOHB's own model
-        proposes)."""
-        fields = cls.Options.model_fields
-        if "proposer" not in fields:
-            return None
-        if spec.searcher in get_args(fields["proposer"].annotation):
-            proposer = spec.searcher
-        else:
-            own = SEARCHERS.get(spec.searcher) if spec.searcher in SEARCHERS else None
-            if own is None or not own.multi_fidelity or "proposer" not in own.Options.model_fields:
-                return None
-            proposer = spec.searcher_options.get("proposer",
-                                                 own.Options.model_fields["proposer"].default)
-        kept: list[tuple[str, Any]] = [("proposer", proposer)]
-        sampler = spec.searcher_options.get("sampler")
-        if proposer == "bayesian" and sampler in get_args(fields["sampler"].annotation):
-            kept.append(("sampler", sampler))
-        return tuple(kept)
 
     @cached_property
     def proposer(self) -> Searcher:

@@ -255,8 +255,8 @@ class StudyFile(_FileModel):
         "Bayesian optimisation's) before the first proposal."))
     early_stopping: EarlyStoppingFile | None = Field(None, description=(
         "Stop weak trials early, within each scientific arm: {rule: asha|hyperband|median|"
-        "percentile, grace_period, reduction_factor, keep, brackets}. For searchers that do not "
-        "stop trials themselves (not asha, hyperband, bohb, pbt, nas)."))
+        "percentile, grace_period, reduction_factor, keep, brackets}, beside a searcher that "
+        "does not stop trials itself."))
     dimensionality: DimensionalityFile = Field(default_factory=DimensionalityFile, description=(
         "When sdk.watch measures representation dimensionality: {every: auto|N, "
         "until: off|FRACTION|STEPS, stop_collapsed: false}."))

@@ -14,6 +14,9 @@ thousands of studies run in seconds.
   :class:`~searchsvc.store.Store` as a finished study (or, without a store, returns the records
   only).
 - :func:`converging` and :func:`lr_miss` help write curves.
+- :func:`stopped_early` applies the study's early stopping (its searcher's rungs, or its
+  ``early_stopping:`` block) to planted trials, through the replay that shares the live
+  scheduler's deciders: the trials as the study would have stored them had it stopped trials.
 - The planted-noise scenario (:func:`simulate`, :func:`differs_rates`): a scientific value
   better by a known effect under seed noise of known sigma, for the verdict's error rates
   (``tests/analysis/test_noise_verdicts.py``, ``benchmarks/noise_verdicts.py``).
@@ -94,6 +97,36 @@ def planted_trial(spec: StudySpec, proposal: Proposal, curve: Curve, steps: int)
         best_value=None if best is None else best[1], best_step=None if best is None else best[0],
         last_step=len(rows) or None, measurements=measurements, repeat_of=proposal.repeat_of,
         final_metrics=final_metrics(rows))
+
+
+def stopped_early(spec: StudySpec, trials: Sequence[TrialRecord], *, concurrency: int = 1,
+                  per_arm: bool = True) -> list[TrialRecord]:
+    """``trials`` (full curves, in the order they started) as the study's early stopping would
+    have left them, run ``concurrency`` at a time: each trial a rule stops becomes ``pruned``
+    at the step it stopped after, its curve cut there. ``per_arm=False`` compares trials across
+    scientific arms (the rungs Ray Tune's own Hyperband keeps)."""
+    from searchsvc.analysis.replay import replay_curves, replay_rule
+    from searchsvc.searchers.schedule import HyperbandSchedule, StoppingSchedule
+
+    schedule = create_searcher(spec).schedule()
+    if not isinstance(schedule, HyperbandSchedule | StoppingSchedule):
+        return list(trials)
+    rule = replace(schedule.rule() if isinstance(schedule, HyperbandSchedule) else schedule.rule,
+                   per_arm=per_arm)
+    search = [t for t in trials if t.repeat_of is None]
+    curves = replay_curves(search, spec.metric, [p.name for p in spec.scientific])
+    stops = replay_rule(rule, curves, schedule.max_steps, spec.mode, concurrency,
+                        seed=schedule.seed)
+    return [_cut(t, stops[t.number], spec.mode) if t.number in stops else t for t in trials]
+
+
+def _cut(trial: TrialRecord, step: int, mode: str) -> TrialRecord:
+    kept = tuple(m for m in trial.measurements if m.step <= step)
+    best = best_point(((m.step, m.value) for m in kept), mode)
+    return replace(trial, state=TrialState.PRUNED, measurements=kept, last_step=step,
+                   best_value=None if best is None else best[1],
+                   best_step=None if best is None else best[0],
+                   final_metrics=final_metrics([dict(m.metrics) for m in kept]))
 
 
 def _finite(value: float | None) -> float | None:

@@ -140,3 +140,20 @@ def test_a_resumed_arm_meets_the_cutoff_only_its_own_earlier_trials_set() -> Non
     # the top third of (0.1, 0.2), interpolated as numpy does: 0.2 - (0.2 - 0.1) * 2 / 3
     assert events.stops[-1][1]["cutoff"] == pytest.approx(0.2 - 0.1 * 2 / 3)
     assert act(s, 4, 2, 1, 0.9) == TrialScheduler.CONTINUE  # depth=2's only value is 5.0
+
+
+def test_each_rules_stop_is_told_in_words_with_its_arm() -> None:
+    from searchsvc.driver.callbacks import stop_reason
+
+    s, events = per_arm(StoppingRule("median", 1))
+    for n in range(3):
+        act(s, n, 2, 1, 1.0 + n)
+    assert act(s, 3, 2, 1, 9.0) == TrialScheduler.STOP
+    assert stop_reason(events.stops[-1][1], "loss") == (
+        "its best loss so far was worse than the median 2 of the running means of its arm "
+        "(depth=2) at step 1")
+    s, events = per_arm(StoppingRule("asha", 1, 3.0))
+    act(s, 0, 1, 1, 0.1)
+    act(s, 1, 1, 1, 0.9)
+    assert stop_reason(events.stops[-1][1], "loss") == (
+        "loss=0.9 was not in the top 1/3 of its arm (depth=1) at rung 1 (cutoff 0.1)")

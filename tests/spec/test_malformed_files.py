@@ -144,6 +144,35 @@ CASES: list[tuple[str, str, int | None, str, str, str | None]] = [
      "needs budget.trials", None),
     ("bad-parameter-name", HEAD + "parameters:\n  2lr: {low: 0.1, high: 1.0}\n", 6,
      "parameters.2lr", "parameter names must be identifiers", "'2lr'"),
+    ("early-stopping-beside-asha", HEAD + "searcher: asha\nbudget: {trials: 4, max_steps: 9}\n"
+     "early_stopping: {rule: median}\nparameters: {x: {low: 0, high: 1}}\n", 7,
+     "early_stopping.rule", "searcher 'asha' stops trials at its own rungs", "'median'"),
+    ("early-stopping-beside-pbt", HEAD + "searcher: pbt\nbudget: {trials: 4, max_steps: 9}\n"
+     "early_stopping:\n  rule: asha\nparameters: {x: {low: 0, high: 1}}\n", 8,
+     "early_stopping.rule", "pauses trials and copies", "'asha'"),
+    ("early-stopping-without-max-steps", HEAD + "budget: {trials: 4}\n"
+     "early_stopping: {rule: median}\nparameters: {x: {low: 0, high: 1}}\n", 6,
+     "early_stopping", "set budget.max_steps", None),
+    ("early-stopping-grace-at-the-budget", HEAD + "budget: {trials: 4, max_steps: 9}\n"
+     "early_stopping:\n  rule: asha\n  grace_period: 9\nparameters: {x: {low: 0, high: 1}}\n",
+     8, "early_stopping.grace_period", "must be below budget.max_steps (9)", "9"),
+    ("early-stopping-keep-above-1", HEAD + "budget: {trials: 4, max_steps: 9}\n"
+     "early_stopping: {rule: percentile, keep: 1.5}\nparameters: {x: {low: 0, high: 1}}\n",
+     6, "early_stopping.keep", "must be between 0 and 1", "1.5"),
+    ("early-stopping-unknown-rule", HEAD + "budget: {trials: 4, max_steps: 9}\n"
+     "early_stopping: {rule: successive_halving}\nparameters: {x: {low: 0, high: 1}}\n",
+     6, "early_stopping.rule", "'asha'", "'successive_halving'"),
+    ("early-stopping-several-metrics", "study: t\nobjective: objectives.synthetic:playbook\n"
+     "metrics: [{name: a, mode: min}, {name: b, mode: max}]\nsearcher: bayesian\n"
+     "budget: {trials: 4, max_steps: 9}\nearly_stopping: {rule: median}\n"
+     "parameters: {x: {low: 0, high: 1}}\n", 6, "early_stopping", "ranks trials on one metric",
+     None),
+    ("early-stopping-own-search-backend", HEAD + "backend: autokeras\n"
+     "budget: {trials: 4, max_steps: 9}\nearly_stopping: {rule: median}\n"
+     "parameters: {x: {low: 0, high: 1}}\n", 7, "early_stopping", "runs its own search", None),
+    ("early-stopping-brackets-on-asha", HEAD + "budget: {trials: 4, max_steps: 9}\n"
+     "early_stopping: {rule: asha, brackets: 2}\nparameters: {x: {low: 0, high: 1}}\n", 6,
+     "early_stopping.brackets", "only the hyperband rule has brackets", "2"),
     ("too-deep", HEAD + "description: " + "[" * 60 + "]" * 60 + "\nparameters: {x: {low: 0, "
      "high: 1}}\n", 5, "(file)", "nesting is deeper than 50 levels", None),
 ]
