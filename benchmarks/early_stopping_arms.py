@@ -42,19 +42,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from objectives.planted_arms import loss_at
+from objectives.planted_arms import RULES, loss_at
 from searchsvc.analysis.isolation import VERDICT_DIFFERS, VERDICT_WITHIN_NOISE, isolate
 from searchsvc.spec import StudySpec, parse_spec
 from searchsvc.testing.planted import planted_study, stopped_early
 
-RULES = {
-    "asha": ("asha", "searcher_options: {grace_period: 1, reduction_factor: 3}"),
-    "hyperband": ("hyperband", "searcher_options: {grace_period: 1, reduction_factor: 3}"),
-    "bohb": ("bohb", "searcher_options: {grace_period: 1, reduction_factor: 3}"),
-    "median": ("quasi_random", "early_stopping: {rule: median, grace_period: 1}"),
-    "percentile": ("quasi_random",
-                   "early_stopping: {rule: percentile, grace_period: 1, keep: 0.5}"),
-}
 RIGHT = {"depth": VERDICT_WITHIN_NOISE, "width": VERDICT_DIFFERS}
 CONCURRENCY = 2
 

@@ -24,6 +24,15 @@ from typing import Any
 
 from searchsvc import sdk
 
+# Each early-stopping rule as a study file sets it: (searcher, the lines that set its rule).
+RULES = {
+    "asha": ("asha", "searcher_options: {grace_period: 1, reduction_factor: 3}"),
+    "hyperband": ("hyperband", "searcher_options: {grace_period: 1, reduction_factor: 3}"),
+    "bohb": ("bohb", "searcher_options: {grace_period: 1, reduction_factor: 3}"),
+    "median": ("quasi_random", "early_stopping: {rule: median, grace_period: 1}"),
+    "percentile": ("quasi_random",
+                   "early_stopping: {rule: percentile, grace_period: 1, keep: 0.5}"),
+}
 LATE_GAIN = 0.4  # width 2 ends this much below width 1
 NOISE = 0.005
 BEST_LR = 0.01

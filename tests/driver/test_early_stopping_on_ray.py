@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from objectives.planted_arms import RULES
 from searchsvc.analysis.isolation import VERDICT_DIFFERS, VERDICT_WITHIN_NOISE, isolate
 from searchsvc.analysis.replay import study_replay
 from searchsvc.core import EventKind, TrialState
@@ -49,14 +50,6 @@ parameters:
   width: {{role: scientific, values: [1, 2]}}
   learning_rate: {{role: nuisance, low: 1.0e-3, high: 1.0e-1, scale: log}}
 """
-RULES = {  # study name: (searcher, options)
-    "asha": ("asha", "searcher_options: {grace_period: 1, reduction_factor: 3}"),
-    "hyperband": ("hyperband", "searcher_options: {grace_period: 1, reduction_factor: 3}"),
-    "bohb": ("bohb", "searcher_options: {grace_period: 1, reduction_factor: 3}"),
-    "median": ("quasi_random", "early_stopping: {rule: median, grace_period: 1}"),
-    "percentile": ("quasi_random",
-                   "early_stopping: {rule: percentile, grace_period: 1, keep: 0.5}"),
-}
 # Optuna users' most common setup, TPE with a median pruner: one arm, a wide learning rate.
 TPE_MEDIAN = """\
 study: tpe-median
