@@ -93,8 +93,9 @@ def returned_metrics(returned: Any, metric: str) -> dict[str, Any]:
 
 
 def seed_trial(seed: int | None = None) -> int:
-    """Seed Python, NumPy and (if imported) PyTorch with ``seed`` or the trial's seed, as each
-    trial does before its objective runs (preflight too); returns the seed."""
+    """Seed Python, NumPy and (if imported) PyTorch and TensorFlow with ``seed`` or the
+    trial's seed, as each trial does once its objective's module is imported and before the
+    objective runs (preflight too); returns the seed."""
     seed = current().seed if seed is None else seed
     random.seed(seed)
     os.environ["PYTHONHASHSEED"] = str(seed)
@@ -106,4 +107,8 @@ def seed_trial(seed: int | None = None) -> int:
         import torch
 
         torch.manual_seed(seed)
+    if "tensorflow" in sys.modules:
+        import tensorflow as tf  # type: ignore[import-untyped]
+
+        tf.random.set_seed(seed % (2**31))
     return seed

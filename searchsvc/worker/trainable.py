@@ -30,6 +30,9 @@ class TrialBackend(Protocol):
     """What the worker needs of a backend (``searchsvc.backends.Backend`` is one): the worker
     knows backends only through this, so it never imports the backends package."""
 
+    def objective(self) -> Any:
+        """Import the study's objective (its module, with what that imports)."""
+
     def run(self, config: dict[str, Any]) -> None: ...
 
 
@@ -91,8 +94,11 @@ def run_trial(config: dict[str, Any], settings: TrialSettings, *, rank: int | No
             backend = settings.backend(
                 settings.objective, settings.search_paths, settings.metric,
                 settings.max_steps, dict(settings.backend_options))
-            seed_trial()
             try:
+                # The user's module first: what it imports (torch, TensorFlow) on a fresh
+                # worker is then seeded too, as on a reused one.
+                backend.objective()
+                seed_trial()
                 backend.run(user_config)
             except BaseException as exc:
                 explain_missing_file(exc, settings.workdir)
