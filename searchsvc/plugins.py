@@ -58,7 +58,7 @@ STORES: Registry[Any] = Registry("store", {
 
 # Ray Tune schedulers by the ``kind`` of the searcher's Schedule they carry out.
 SCHEDULERS: Registry[Any] = Registry("scheduler", {
-    "hyperband": "searchsvc.driver.schedulers:StudyStopping",  # a searcher's own rungs
+    "hyperband": "searchsvc.driver.schedulers:StudyHyperBand",  # a searcher's own rungs
     "stopping": "searchsvc.driver.schedulers:StudyStopping",  # the file's early_stopping
     "population": "searchsvc.driver.schedulers:StudyPBT",  # or PB2, by the variant
 })

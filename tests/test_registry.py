@@ -53,7 +53,7 @@ def test_the_schedulers_are_a_registry_by_schedule_kind() -> None:
     from searchsvc.plugins import SCHEDULERS
 
     assert SCHEDULERS.kind == "scheduler"
-    assert SCHEDULERS.names() == ["hyperband", "population"]  # each Schedule.kind
+    assert SCHEDULERS.names() == ["hyperband", "population", "stopping"]  # each Schedule.kind
 
 
 def test_a_store_url_of_an_unknown_kind_names_the_valid_ones() -> None:

@@ -72,6 +72,11 @@ class StoppingRule:
     def uses_rungs(self) -> bool:
         return self.kind in RUNG_RULES
 
+    @staticmethod
+    def has_brackets(kind: str) -> bool:
+        """Whether rule ``kind`` takes ``brackets`` (Hyperband's)."""
+        return kind == RUNG_RULES[1]
+
     @property
     def label(self) -> str:
         if self.kind == "asha":

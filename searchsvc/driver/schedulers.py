@@ -147,6 +147,15 @@ class StudyStopping(FIFOScheduler):
         return f"searchsvc early stopping: {self.rule.label} within each scientific arm"
 
 
+class StudyHyperBand(StudyStopping):
+    """A multi-fidelity searcher's own rungs (its :class:`HyperbandSchedule`), carried out as
+    any early-stopping rule is."""
+
+    kind: ClassVar[str] = "hyperband"
+    summary: ClassVar[str] = ("a multi-fidelity searcher's rungs (ASHA, Hyperband, BOHB), "
+                              "within each scientific arm")
+
+
 class _ArmPopulation:
     """PBT glue shared by the PBT and PB2 schedulers: exploitation stays within the trial's
     scientific arm (its population), a trial keeps its own identity when it copies another's

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator
 
+from searchsvc.core.stopping import RuleKind
 from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
 from searchsvc.registry import Registry
 from searchsvc.spec.references import ModuleCallable
@@ -178,7 +179,7 @@ class EarlyStoppingFile(_FileModel):
     """Early stopping with any searcher that does not stop trials itself: each trial is compared
     only with trials of its own scientific arm (docs/early-stopping.md)."""
 
-    rule: Literal["asha", "hyperband", "median", "percentile"] = Field(description=(
+    rule: RuleKind = Field(description=(
         "asha: successive halving at rungs; hyperband: the same in Hyperband brackets; median: "
         "stop a trial worse than the median of its arm's earlier running means; percentile: "
         "stop a trial outside the best `keep` share of its arm's earlier values."))

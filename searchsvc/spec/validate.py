@@ -283,7 +283,7 @@ class _SemanticCheck:
         if not 0 < raw.keep < 1:
             self.fail(("early_stopping", "keep"), "must be between 0 and 1 (0.25 keeps the best "
                       "quarter)", raw.keep)
-        if raw.brackets is not None and raw.rule != "hyperband":
+        if raw.brackets is not None and not StoppingRule.has_brackets(raw.rule):
             self.fail(("early_stopping", "brackets"), f"only the hyperband rule has brackets, "
                       f"not {raw.rule!r}", raw.brackets)
         if len(self.issues) > problems:
