@@ -18,6 +18,7 @@ resumed study assigns the same ones.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -130,11 +131,18 @@ class RungRule:
         quota = rule.promotion == "quota"
         self.brackets = [_Rungs(self.schedule.milestones(b), rule.reduction_factor, max_steps,
                                 quota) for b in range(self.schedule.brackets)]
+        self.assigned: dict[int, int] = {}  # trial number -> its bracket, drawn once
+
+    def bracket_of(self, number: int) -> int:
+        found = self.assigned.get(number)
+        if found is None:
+            found = self.assigned[number] = _bracket_for(self.schedule, number)
+        return found
 
     def judge(self, result: Result) -> Stop | None:
         if result.step >= self.schedule.max_steps:
             return None  # the trial's normal end
-        index = self.schedule.bracket_for(result.number)
+        index = self.bracket_of(result.number)
         found = self.brackets[index].on_result(result.number, result.step,
                                                self.sign * result.value)
         if found is None:
@@ -143,8 +151,15 @@ class RungRule:
         return Stop(reason, None if cutoff is None else self.sign * cutoff, rung, index)
 
     def restore(self, number: int, arm: ArmKey, points: Sequence[tuple[int, float]]) -> None:
-        bracket = self.brackets[self.schedule.bracket_for(number)]
+        bracket = self.brackets[self.bracket_of(number)]
         bracket.restore(number, [(s, self.sign * v) for s, v in points])
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _bracket_for(schedule: HyperbandSchedule, number: int) -> int:
+    """:meth:`HyperbandSchedule.bracket_for`, drawn once per schedule and trial: the replay
+    asks it again for every setting and arm."""
+    return schedule.bracket_for(number)
 
 
 # -- median and percentile rules ---------------------------------------------------------------
