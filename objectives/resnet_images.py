@@ -21,9 +21,10 @@ Model: a stem convolution, then 3 stages of ``depth`` basic residual blocks with
 head.
 
 Config: learning_rate (required), weight_decay, momentum, label_smoothing, batch_size, width,
-depth, amp (bf16 autocast where supported: CUDA with bf16, else off), channels_last,
-compile (torch.compile), steps_per_epoch (batches per reported step; default a whole epoch),
-dataset_size, image_size, num_classes, data_seed, augment (default true).
+depth, amp (bf16 autocast where supported: CUDA with bf16, else off), channels_last (on CUDA;
+a CPU keeps the default layout), compile (torch.compile), steps_per_epoch (batches per
+reported step; default a whole epoch), dataset_size, image_size, num_classes, data_seed,
+augment (default true).
 Reports train_loss, val_loss and val_error (and the samples trained, for throughput) every
 epoch for ``budget.max_steps`` epochs; uses searchsvc's data-loader wrapper (input wait time)
 and offers the preflight's overfit-one-batch check.
@@ -271,8 +272,11 @@ def fit(config: dict[str, Any], batches: Any, prepare: Callable[[Batch], Batch],
     ``steps_per_epoch`` batches (default ``batches_per_epoch``). ``fixed``: the batch the
     preflight's overfit check trains on."""
     device = sdk.device()
+    # channels_last speeds up convolutions on a GPU's tensor cores; on a CPU it gains little,
+    # and this CPU build's backward of a convolution with very few channels in that layout
+    # can corrupt its heap (seen on AMD EPYC): CPU runs keep the default layout.
     memory_format = (torch.channels_last if config.get("channels_last", True)
-                     else torch.contiguous_format)
+                     and device.type == "cuda" else torch.contiguous_format)
     model = build_model(int(config.get("width", 32)), int(config.get("depth", 2)),
                         num_classes).to(device, memory_format=memory_format)
     step_model: Any = torch.compile(model) if config.get("compile", False) else model
