@@ -72,6 +72,12 @@ class StoppingRule:
     def uses_rungs(self) -> bool:
         return self.kind in RUNG_RULES
 
+    @property
+    def kept_share(self) -> float:
+        """The share of a step's values a trial must be among: the median rule's half, or the
+        percentile rule's ``keep``."""
+        return 0.5 if self.kind == "median" else self.keep
+
     @staticmethod
     def has_brackets(kind: str) -> bool:
         """Whether rule ``kind`` takes ``brackets`` (Hyperband's)."""

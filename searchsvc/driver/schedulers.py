@@ -63,7 +63,7 @@ def measured_layers(result: dict) -> dict[str, dict[str, Any]]:
 class StudyStopping(FIFOScheduler):
     """Early stopping as searchsvc decides it: the rule's decider (``searchers/stopping.py``,
     the same code the replay runs) fed each result, one state per scientific arm, rungs refilled
-    from the store on resume (:meth:`restore`), and every early stop reported as an event.
+    from the store on resume (:meth:`restore_trial`), and every early stop reported as an event.
 
     Carries out a multi-fidelity searcher's rungs (:class:`HyperbandSchedule`: ASHA, Hyperband,
     BOHB, with their options) and a study file's ``early_stopping:`` rule
@@ -123,7 +123,7 @@ class StudyStopping(FIFOScheduler):
             "scheduler": self.label, "rule": self.rule.kind, **stop.as_data(), "value": value,
             "arm": dict(trial.config.get(META_KEY, {}).get("arm") or {}),
             **({"reduction_factor": self.rule.reduction_factor} if self.rule.uses_rungs
-               else {"keep": 0.5 if self.rule.kind == "median" else self.rule.keep}),
+               else {"keep": self.rule.kept_share}),
         })
         return TrialScheduler.STOP
 

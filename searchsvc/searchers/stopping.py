@@ -171,7 +171,7 @@ class PercentileRule:
 
     def __init__(self, rule: StoppingRule, mode: str):
         self.rule, self.dir = rule, direction(mode)
-        self.keep = 0.5 if rule.kind == "median" else rule.keep
+        self.keep = rule.kept_share
         self.best: dict[int, float] = {}  # trial -> best loss so far
         self.sums: dict[int, tuple[float, int]] = {}  # trial -> (sum of losses, count)
         self.at_step: dict[int, list[float]] = {}  # step -> earlier trials' statistics, sorted
