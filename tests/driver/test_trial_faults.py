@@ -1,6 +1,10 @@
 """Trial faults on Ray Tune: a crash is retried from the trial's last checkpoint up to
 ``budget.max_failures``, a hang is stopped by ``budget.trial_timeout_s``, NaN makes a trial
-infeasible, and the study completes with every trial accounted for."""
+infeasible, and the study completes with every trial accounted for.
+
+The hang runs in a study of its own: a clock that also ran over the quick trials would decide
+their fate by the machine's load (a loaded machine can take longer than the timeout to start
+a worker and run five trivial steps)."""
 
 from __future__ import annotations
 
@@ -48,21 +52,37 @@ objective: faulty_ckpt:train
 metric: loss
 mode: min
 searcher: grid
-budget: {max_concurrent: 2, max_steps: 5, max_failures: 1, trial_timeout_s: 20}
+budget: {max_concurrent: 2, max_steps: 5, max_failures: 1}
 checkpoints: {keep_best: 5}
 parameters:
-  kind: {values: [ok, flaky, crash, hang, nan]}
+  kind: {values: [ok, flaky, crash, nan]}
+"""
+
+HANG_STUDY = """
+study: hang
+objective: faulty_ckpt:train
+metric: loss
+mode: min
+searcher: grid
+budget: {max_concurrent: 1, max_steps: 5, max_failures: 1, trial_timeout_s: 20}
+parameters:
+  kind: {values: [hang]}
 """
 
 
 def test_crash_retry_hang_and_nan_are_recorded_and_the_study_completes(ray_local,
                                                                        tmp_path: Path) -> None:
-    outcome, store = run_in(tmp_path, STUDY, faulty_ckpt=OBJECTIVE)
+    (tmp_path / "faults").mkdir()
+    outcome, store = run_in(tmp_path / "faults", STUDY, faulty_ckpt=OBJECTIVE)
+    (tmp_path / "hang").mkdir()
+    hung, hang_store = run_in(tmp_path / "hang", HANG_STUDY, faulty_ckpt=OBJECTIVE)
 
-    assert outcome.study.state == "completed" and outcome.finished == 5
+    assert outcome.study.state == "completed" and outcome.finished == 4
+    # Its one trial failed, so that study has no result (core.judging's study outcome).
+    assert hung.study.state == "failed" and hung.finished == 1
     trials = {t.config["kind"]: t for t in store.get_trials("faults", measurements=True)}
     retried = {e.number: e for e in store.get_events("faults", kind=EventKind.RETRIED)}
-    marks = {p.name for p in (tmp_path / "marks").iterdir()}
+    marks = {p.name for p in (tmp_path / "faults" / "marks").iterdir()}
 
     assert trials["ok"].state == TrialState.COMPLETED and trials["ok"].number not in retried
 
@@ -80,14 +100,16 @@ def test_crash_retry_hang_and_nan_are_recorded_and_the_study_completes(ray_local
     assert "failed after 1 retries" in crash.error and "crash at step 2, every time" in crash.error
     assert [m.step for m in crash.measurements] == [1]
 
-    hang = trials["hang"]
-    assert hang.state == TrialState.FAILED
-    assert "budget.trial_timeout_s (20 s)" in hang.error
-    assert retried[hang.number].data["timed_out"] is True
-    assert [m.step for m in hang.measurements] == [1]
-
     nan = trials["nan"]
     assert nan.state == TrialState.INFEASIBLE and "non-finite at step 3" in nan.error
+
+    # Stopped by the clock on both tries, keeping the step it reported before hanging.
+    [hang] = hang_store.get_trials("hang", measurements=True)
+    [hang_retry] = hang_store.get_events("hang", kind=EventKind.RETRIED)
+    assert hang.state == TrialState.FAILED
+    assert "budget.trial_timeout_s (20 s)" in hang.error
+    assert hang_retry.data["timed_out"] is True
+    assert [m.step for m in hang.measurements] == [1]
 
 
 LINGERING = '''
