@@ -17,7 +17,7 @@ hypervolume against the fixed reference point (1.1, 11) reached by ``bayesian`` 
 in ``--trials`` trials and by ``random`` in twice as many; PASS when bayesian's median is at
 least random's.
 
-The in-process driver (searchsvc.searchers.sequential) measures the algorithm alone, without
+The in-process driver (searchsvc.testing.sequential) measures the algorithm alone, without
 Ray; the digits objective runs through searchsvc.sdk.run_locally.
 """
 
@@ -50,7 +50,7 @@ from objectives.synthetic import (  # noqa: E402
     zdt1_values,
 )
 from searchsvc.searchers import create_searcher  # noqa: E402
-from searchsvc.searchers.sequential import best_so_far, run_sequential  # noqa: E402
+from searchsvc.testing.sequential import best_so_far, run_sequential  # noqa: E402
 from searchsvc.spec import parse_spec  # noqa: E402
 
 

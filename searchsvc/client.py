@@ -6,7 +6,6 @@ report. :class:`RemoteStudies` reads a user's studies on a server as a store rea
 from __future__ import annotations
 
 import json
-import math
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -16,16 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from searchsvc.core import (
-    Constraint,
     EventKind,
-    Measurement,
     StudyRecord,
-    StudyState,
     TrialEvent,
     TrialRecord,
-    TrialState,
 )
 from searchsvc.core.callables import CallableRef
+from searchsvc.core.wire import study_record, trial_record
 from searchsvc.errors import (
     CodeBundleError,
     ConflictError,
@@ -229,45 +225,6 @@ class RemoteStudies:
 
     def __repr__(self) -> str:
         return f"<RemoteStudies {self.url}>"
-
-
-def study_record(data: Mapping[str, Any]) -> StudyRecord:
-    """A study as the REST API sends it (``GET /studies/{name}`` has its study file and
-    provenance; the listing and the answers of create, cancel and resume do not)."""
-    return StudyRecord(
-        id=0, name=data["name"], state=StudyState(data["state"]), metric=data["metric"],
-        mode=data["mode"], searcher=data["searcher"], spec_text=data.get("spec_text", ""),
-        spec_file=data.get("spec_file", ""), created_at=data["created_at"],
-        total_trials=data["total_trials"], started_at=data["started_at"],
-        finished_at=data["finished_at"], provenance=data.get("provenance", {}),
-        trial_counts=dict(data["trial_counts"]), best_value=data["best_value"],
-        owner=data.get("owner"), repeat_counts=dict(data.get("repeat_counts") or {}),
-        constraints=tuple(Constraint.from_dict(c) for c in data.get("constraints") or ()))
-
-
-def trial_record(data: Mapping[str, Any]) -> TrialRecord:
-    """A trial as ``GET /studies/{name}/trials`` sends it (its measurements when asked)."""
-    return TrialRecord(
-        id=0, study_id=0, number=data["number"], state=TrialState(data["state"]),
-        config=data["config"], arm=data["arm"], seed=data["seed"], attempts=data["attempts"],
-        error=data["error"], started_at=data.get("started_at"),
-        finished_at=data.get("finished_at"), best_value=data["best_value"],
-        best_step=data["best_step"], last_step=data["last_step"], node=data["node"],
-        checkpoints=tuple(data.get("checkpoints", ())), repeat_of=data["repeat_of"],
-        final_metrics=_floats(data.get("final_metrics", {})),
-        measurements=tuple(
-            Measurement(step=m["step"], value=m["value"], attempt=m["attempt"],
-                        recorded_at=m.get("recorded_at", 0.0), metrics=_floats(m["metrics"]),
-                        telemetry=_floats(m.get("telemetry") or {}))
-            for m in data.get("measurements", ())))
-
-
-# JSON has no NaN or infinity: the API sends a non-finite metric as the store keeps it.
-_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _floats(metrics: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _NON_FINITE.get(v, v) if isinstance(v, str) else v for k, v in metrics.items()}
 
 
 def _error(status: int, body: bytes) -> Exception:

@@ -1,7 +1,7 @@
 """What users do with studies — validate, create, run, resume, report — in one place that the
 CLI, the service and the Python API all call, so each does it the same way.
 
-It is the front doors' only way in: they pass plain options (:class:`RunOptions`, defined here)
+It is the front doors' only way in: they pass plain options (:class:`RunOptions`, the driver's own)
 and get what they need of the driver, worker, backends, analysis and report through the
 functions and types below, which import those packages only when called (so ``searchsvc
 --help`` and the service's app stay light).
@@ -15,11 +15,12 @@ spec), and handed to the driver's preflight, creation and run, which never make 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from searchsvc.core import StudyRecord, TrialRecord
+from searchsvc.options import RunOptions
 from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec, load_spec, parse_spec, spec_of
 from searchsvc.store import Store, StudyReader
 
@@ -34,39 +35,10 @@ if TYPE_CHECKING:  # the types the front doors read, named here for them (see __
     from searchsvc.analysis.telemetry import TrialTelemetry
     from searchsvc.codebundle import CodeBundle
     from searchsvc.driver.preflight import PreflightResult
-    from searchsvc.driver.run import RunOptions as DriverRunOptions
     from searchsvc.driver.run import RunOutcome
     from searchsvc.report.plotdata import CampaignPlot, ProgressPlot
     from searchsvc.report.writer import ReportFiles
     from searchsvc.searchers import Searcher
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    """How a study runs: where Ray is, where results go, how to show progress (the driver
-    gets these as its own options)."""
-
-    address: str | None = None  # None: start an embedded Ray; else auto | host:port
-    results_root: Path | None = None  # default $SEARCHSVC_HOME/results
-    num_cpus: int | None = None  # embedded Ray only
-    num_gpus: int | None = None  # embedded Ray only (logical GPUs are fine for tests)
-    verbose: bool = False  # show the objectives' own output
-    progress_stream: TextIO | None = None
-    live_progress: bool | None = None
-
-
-# What the use cases take as options: their own, or the driver's (passed on as they are).
-Options: TypeAlias = "RunOptions | DriverRunOptions"
-
-
-def _driver_options(options: Options | None) -> DriverRunOptions:
-    """``options`` as the driver's own (the driver's are passed on as they are)."""
-    from searchsvc.driver.run import RunOptions as DriverRunOptions
-
-    if isinstance(options, DriverRunOptions):
-        return options
-    given = options or RunOptions()
-    return DriverRunOptions(**{f.name: getattr(given, f.name) for f in fields(given)})
 
 
 @dataclass(frozen=True)
@@ -79,7 +51,7 @@ class StudyRun:
     @property
     def stopped_by_ctrl_c(self) -> bool:
         """Whether the run stopped because its user pressed Ctrl-C (it is interrupted)."""
-        from searchsvc.driver.run import STOPPED_BY_CTRL_C
+        from searchsvc.driver.interrupts import STOPPED_BY_CTRL_C
 
         return self.outcome.reason == STOPPED_BY_CTRL_C
 
@@ -113,17 +85,17 @@ def validate_text(text: str | bytes, file: str = "<spec>",
     return check(parse_spec(text, file=file), limits)
 
 
-def create(spec: StudySpec, store: Store, options: Options | None = None, *,
+def create(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
            overwrite: bool = False, owner: str | None = None, code: CodeBundle | None = None,
            import_objective: bool = True, preflight: bool = True) -> StudyRecord:
     """Record a new study from a checked ``spec`` (see :func:`searchsvc.driver.create_study`;
     the service passes ``import_objective=False``: its API process runs no user code).
     ``preflight=False`` records that its first run starts without preflight (``searchsvc
     submit --no-preflight``): :func:`resume` then skips it."""
-    from searchsvc.driver.run import create_study
+    from searchsvc.driver.study import create_study
     from searchsvc.searchers import create_searcher
 
-    study = create_study(spec, store, _driver_options(options), searcher=create_searcher(spec),
+    study = create_study(spec, store, options or RunOptions(), searcher=create_searcher(spec),
                          overwrite=overwrite, owner=owner, code=code,
                          import_objective=import_objective)
     if preflight:
@@ -137,7 +109,7 @@ PREFLIGHT_SKIPPED: dict[str, Any] = {"skipped": "started without preflight (--no
                                      "checks": []}
 
 
-def run(spec: StudySpec, store: Store, options: Options | None = None, *,
+def run(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
         overwrite: bool = False, preflight: bool = True,
         on_preflight: Callable[[PreflightResult], None] | None = None,
         provenance: Mapping[str, Any] | None = None, owner: str | None = None) -> StudyRun:
@@ -148,11 +120,12 @@ def run(spec: StudySpec, store: Store, options: Options | None = None, *,
     checks and cost estimate go into the study's provenance (``on_preflight`` sees them first;
     ``provenance``: more to record there, e.g. the study's place in a campaign; ``owner``:
     the service user it belongs to)."""
-    from searchsvc.driver.preflight import raise_if_failed, ray_session, run_preflight
-    from searchsvc.driver.run import create_study
+    from searchsvc.driver.preflight import raise_if_failed, run_preflight
+    from searchsvc.driver.session import ray_session
+    from searchsvc.driver.study import create_study
     from searchsvc.searchers import create_searcher
 
-    options = _driver_options(options)
+    options = options or RunOptions()
     searcher = create_searcher(spec)
     if not preflight:
         study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher,
@@ -170,14 +143,15 @@ def run(spec: StudySpec, store: Store, options: Options | None = None, *,
         return _run_and_report(study, store, options, spec, searcher)
 
 
-def preflight(spec: StudySpec, options: Options | None = None) -> PreflightResult:
+def preflight(spec: StudySpec, options: RunOptions | None = None) -> PreflightResult:
     """Preflight alone (``searchsvc preflight``): its checks and the study's cost estimate;
     stores nothing and raises nothing for a failed check (see ``result.issues``)."""
-    from searchsvc.driver.preflight import ray_session, run_preflight
+    from searchsvc.driver.preflight import run_preflight
+    from searchsvc.driver.session import ray_session
     from searchsvc.searchers import create_searcher
 
     searcher = create_searcher(spec)
-    with ray_session(spec, _driver_options(options)):
+    with ray_session(spec, options or RunOptions()):
         return run_preflight(spec, searcher=searcher)
 
 
@@ -220,7 +194,7 @@ def check_capacity(spec: StudySpec, nodes: list[dict[str, Any]]) -> StudySpec:
     return spec
 
 
-def resume(name: str, store: Store, options: Options | None = None, *,
+def resume(name: str, store: Store, options: RunOptions | None = None, *,
            preflight: bool = True,
            on_preflight: Callable[[PreflightResult], None] | None = None) -> StudyRun:
     """Run the trials of study ``name`` that have not finished, then write its report.
@@ -229,11 +203,12 @@ def resume(name: str, store: Store, options: Options | None = None, *,
     failed preflight marks it failed, keeps the result in its provenance and raises
     :class:`~searchsvc.driver.preflight.PreflightError`."""
     from searchsvc.core import StudyState
-    from searchsvc.driver.preflight import ray_session, run_preflight
+    from searchsvc.driver.preflight import run_preflight
+    from searchsvc.driver.session import ray_session
     from searchsvc.provenance import code_path, launch_of
     from searchsvc.searchers import create_searcher
 
-    options = _driver_options(options)
+    options = options or RunOptions()
     study = store.get_study(name)
     spec = spec_of(study)
     searcher = create_searcher(spec)  # from the stored spec: a resume has no other
@@ -256,12 +231,13 @@ def resume(name: str, store: Store, options: Options | None = None, *,
         return _run_and_report(study, store, options, spec, searcher)
 
 
-def _run_and_report(study: StudyRecord, store: Store, options: DriverRunOptions,
+def _run_and_report(study: StudyRecord, store: Store, options: RunOptions,
                     spec: StudySpec, searcher: Searcher) -> StudyRun:
     """Run the study's unfinished trials with ``searcher`` (fresh, made from ``spec``) and
     write its report; its experiment trackers (the spec's ``tracking:``) follow the run and
     get the report's files at the end."""
-    from searchsvc.driver.run import results_dir_of, run_study
+    from searchsvc.driver.run import run_study
+    from searchsvc.driver.study import results_dir_of
     from searchsvc.tracking import ReportFolder, open_trackers
 
     trackers = open_trackers(spec, results_dir_of(study))
@@ -337,7 +313,7 @@ def suggested_next(name: str, store: StudyReader) -> str:
     return warm_started(analysis.next_study.text, name)
 
 
-def next_round(name: str, store: Store, options: Options | None = None, *,
+def next_round(name: str, store: Store, options: RunOptions | None = None, *,
                text: str | None = None, preflight: bool = True,
                on_preflight: Callable[[PreflightResult], None] | None = None) -> StudyRun:
     """Run the next round of study ``name``'s campaign: its suggested next study (or ``text``,

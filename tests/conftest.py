@@ -36,7 +36,7 @@ def ray_local():
     """One embedded Ray (2 CPUs, no dashboard) shared by the in-process runner tests."""
     import ray
 
-    from searchsvc.driver.run import embedded_node_settings
+    from searchsvc.driver.session import embedded_node_settings
 
     # address="local": a new Ray even when `ray start` left a cluster address on this machine;
     # started with the settings the driver's embedded Ray has.

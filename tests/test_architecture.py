@@ -439,3 +439,12 @@ def test_the_next_study_names_no_searcher() -> None:
              if isinstance(node, ast.Constant) and isinstance(node.value, str)
              and node.value in SEARCHERS.names()]
     assert found == []
+
+
+DRIVER_MODULE_LINES = 400  # each of the driver's modules does one job of a run
+
+
+def test_no_driver_module_outgrows_one_job() -> None:
+    long = {path.name: n for path in sorted((PACKAGE / "driver").glob("*.py"))
+            if (n := len(path.read_text().splitlines())) > DRIVER_MODULE_LINES}
+    assert long == {}, f"split by job: {long}"

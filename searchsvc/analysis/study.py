@@ -37,7 +37,7 @@ from searchsvc.analysis.summary import StudySummary, summarize
 from searchsvc.analysis.telemetry import StudyTelemetry, auto_packing, study_telemetry
 from searchsvc.analysis.trials import search_trials
 from searchsvc.core import EventKind, StudyRecord, TrialEvent, TrialRecord
-from searchsvc.core.judging import BudgetSplit, budget_split
+from searchsvc.core.judging import UNUSABLE_STATES, BudgetSplit, budget_split
 from searchsvc.core.judging import ranked as best_ranked
 from searchsvc.spec import StudySpec
 
@@ -213,7 +213,7 @@ def _findings(summary: StudySummary, boundaries: Sequence[BoundaryCheck],
                    f"{best.best_step} of {best.last_step}).")
     else:
         out.append("No trial produced a finite result yet.")
-    bad = {s: n for s, n in summary.counts.items() if s in ("failed", "infeasible") and n}
+    bad = {s: n for s, n in summary.counts.items() if s in UNUSABLE_STATES and n}
     if bad:
         out.append("Some trials did not produce a result: "
                    + ", ".join(f"{n} {s}" for s, n in bad.items()) + " (see trials.csv).")

@@ -1,5 +1,5 @@
-"""Helpers shared by the analyses: ranking trials by their best value, naming arms. What a
-search trial is and how trials rank are :mod:`searchsvc.core.judging`'s rules."""
+"""Helpers shared by the analyses: valuing trials by one objective of several, naming arms.
+What a search trial is and how trials rank are :mod:`searchsvc.core.judging`'s rules."""
 
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from searchsvc.backends.base import Backend, SearchedTrial
 from searchsvc.errors import ObjectiveError, SpecIssue
+from searchsvc.plugins import SEARCHERS
 from searchsvc.spec import StudySpec
 
 TASKS = ("structured_data_classifier", "structured_data_regressor", "image_classifier",
@@ -49,7 +50,7 @@ class AutoKerasBackend(Backend):
     @classmethod
     def check(cls, spec: StudySpec) -> list[SpecIssue]:
         issues = []
-        if spec.searcher != "quasi_random":
+        if spec.searcher != SEARCHERS.default_name():  # a searcher was named
             issues.append(spec.source.issue(
                 ("searcher",), "backend autokeras searches with AutoKeras's own tuner: leave "
                 "searcher out and set backend_options.tuner (greedy | bayesian | hyperband | "

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
+from searchsvc.core.curve import is_finite_number
 from searchsvc.core.direction import direction
 from searchsvc.core.objectives import Constraint
 from searchsvc.core.states import FINISHED_TRIAL_STATES, StudyState, TrialState
@@ -128,6 +129,18 @@ def completed_first(trials: Iterable[T], mode: str) -> list[T]:
     ordered = by_value(trials, mode)
     return ([t for t in ordered if t.state == TrialState.COMPLETED]
             + [t for t in ordered if t.state != TrialState.COMPLETED])
+
+
+def completed_first_on(trials: Iterable[T], name: str, mode: str,
+                       constraints: Sequence[Constraint] = ()) -> list[T]:
+    """:func:`completed_first` for one objective ``name`` of several, judged on final values:
+    the trials with a finite ``name``, those that completed and meet every constraint first,
+    each group best first (ties: the lower number)."""
+    sign = direction(mode).sign
+    return sorted((t for t in trials if is_finite_number(t.final_metrics.get(name))),
+                  key=lambda t: (t.state != TrialState.COMPLETED
+                                 or not meets_constraints(t.final_metrics, constraints),
+                                 sign * t.final_metrics[name], t.number))
 
 
 def is_best_candidate(trial: Judged, constraints: Sequence[Constraint] = ()) -> bool:

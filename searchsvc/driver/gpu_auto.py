@@ -6,8 +6,8 @@ attempt, the searcher told only of its outcome). The decision is kept in the stu
 provenance (``gpu_auto``): a resumed study packs as decided, and the report says what was
 chosen and why.
 
-The Ray Tune runs themselves are the driver's (``fit``, given by driver/run.py); this module
-decides and plans them.
+The Ray Tune runs themselves are the driver's (driver/tune_run.py's ``fit``, given by
+driver/run.py); this module decides and plans them.
 """
 
 from __future__ import annotations

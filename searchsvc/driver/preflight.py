@@ -241,12 +241,3 @@ def raise_if_failed(result: PreflightResult) -> PreflightResult:
     if result.issues:
         raise PreflightError(list(result.issues), result)
     return result
-
-
-def ray_session(spec: StudySpec, options: Any, code: str | None = None) -> Any:
-    """The run's Ray session (started or attached as ``run`` does, once for preflight and the
-    study; a Ray already initialised in this process is used as it is), the objective looked
-    for in ``code``, beside the study file, then in this process's folder."""
-    from searchsvc.driver.run import _ray_session
-
-    return _ray_session(spec, options, code, search_paths_for(spec.source.file, code))

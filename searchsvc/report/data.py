@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from searchsvc.analysis import StudyAnalysis
-from searchsvc.core import StudyRecord
+from searchsvc.core import StudyRecord, TrialState
 from searchsvc.report.sections import SECTIONS
 from searchsvc.report.sections.comparison import comparison_data
 from searchsvc.report.sections.noise import noise_data
@@ -18,7 +18,8 @@ from searchsvc.report.sections.pareto import constraints_data, objectives_data, 
 __all__ = ["JSON_COUNT_STATES", "comparison_data", "constraints_data", "noise_data",
            "objectives_data", "pareto_data", "report_data"]
 
-JSON_COUNT_STATES = ("completed", "pruned", "failed", "infeasible")
+JSON_COUNT_STATES = tuple(str(s) for s in (TrialState.COMPLETED, TrialState.PRUNED,
+                                           TrialState.FAILED, TrialState.INFEASIBLE))
 
 
 def report_data(study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:

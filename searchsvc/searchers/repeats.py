@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from searchsvc.core import Objective, TrialRecord, TrialState, is_finite_number
-from searchsvc.core.direction import direction
+from searchsvc.core import TrialRecord
 from searchsvc.core.judging import (
     completed_first,
+    completed_first_on,
     has_result,
-    meets_constraints,
     search_trials,
 )
 from searchsvc.searchers.base import NoOptions, Proposal, Searcher
@@ -68,7 +67,8 @@ def repeat_order(spec: StudySpec, trials: Sequence[TrialRecord]) -> list[TrialRe
     repeats measure each end of the front."""
     if not spec.multi_objective:
         return completed_first(trials, spec.mode)
-    rankings = [_ranked_on(spec, trials, objective) for objective in spec.objectives]
+    rankings = [completed_first_on(trials, o.name, o.mode, spec.constraints)
+                for o in spec.objectives]
     chosen: dict[int, TrialRecord] = {}
     while any(rankings):
         for ranking in rankings:
@@ -77,15 +77,6 @@ def repeat_order(spec: StudySpec, trials: Sequence[TrialRecord]) -> list[TrialRe
             if ranking:
                 chosen[ranking[0].number] = ranking.pop(0)
     return list(chosen.values())
-
-
-def _ranked_on(spec: StudySpec, trials: Sequence[TrialRecord], objective: Objective
-               ) -> list[TrialRecord]:
-    sign = direction(objective.mode).sign
-    return sorted((t for t in trials if is_finite_number(t.final_metrics.get(objective.name))),
-                  key=lambda t: (t.state != TrialState.COMPLETED
-                                 or not meets_constraints(t.final_metrics, spec.constraints),
-                                 sign * t.final_metrics[objective.name], t.number))
 
 
 class PlannedSearcher(Searcher):

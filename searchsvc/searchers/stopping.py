@@ -24,8 +24,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import numpy as np
-
 from searchsvc.core.direction import direction
 from searchsvc.core.stopping import ArmKey, StoppingRule
 from searchsvc.searchers.schedule import HyperbandSchedule
@@ -80,19 +78,30 @@ def rung_schedule(rule: StoppingRule, max_steps: int, seed: int = 0) -> Hyperban
 
 class _Rungs:
     """One bracket: rungs (highest first) with each trial's reward recorded at each (higher is
-    better), and, for a quota, the trials that went on from each."""
+    better), and, for a quota, the trials that went on from each. Each rung also keeps its
+    rewards sorted, so a cutoff costs one insertion rather than a pass over the rung."""
 
     def __init__(self, milestones: Sequence[int], reduction_factor: float, max_steps: int,
                  quota: bool):
         self.rungs: list[tuple[int, dict[int, float]]] = [
             (m, {}) for m in sorted(milestones, reverse=True)]
+        self.ordered: dict[int, list[float]] = {m: [] for m in milestones}  # NaN left out
         self.rf, self.max_steps, self.quota = reduction_factor, max_steps, quota
         self.promoted: dict[int, set[int]] = {m: set() for m in milestones}
 
-    def cutoff(self, recorded: dict[int, float]) -> float | None:
+    def cutoff(self, milestone: int, recorded: dict[int, float]) -> float | None:
+        """Ray's ``np.nanpercentile`` of the rung's rewards at ``1 - 1/rf`` (NaN: every
+        reward recorded was NaN)."""
         if not recorded:
             return None
-        return float(np.nanpercentile(list(recorded.values()), (1 - 1 / self.rf) * 100))
+        ordered = self.ordered[milestone]
+        return percentile(ordered, 1 - 1 / self.rf) if ordered else math.nan
+
+    def record(self, milestone: int, recorded: dict[int, float], number: int,
+               reward: float) -> None:
+        recorded[number] = reward
+        if not math.isnan(reward):
+            bisect.insort(self.ordered[milestone], reward)
 
     def on_result(self, number: int, step: int, reward: float) -> tuple[int, float | None, str
                                                                          ] | None:
@@ -100,11 +109,11 @@ class _Rungs:
         for milestone, recorded in self.rungs:
             if step < milestone or number in recorded:
                 continue
-            cutoff = self.cutoff(recorded)
+            cutoff = self.cutoff(milestone, recorded)
             below = cutoff is not None and reward < cutoff
             full = (self.quota and milestone < self.max_steps
                     and len(self.promoted[milestone]) >= math.ceil((len(recorded) + 1) / self.rf))
-            recorded[number] = reward
+            self.record(milestone, recorded, number, reward)
             if below or full:
                 return milestone, cutoff, "below_cutoff" if below else "rung_quota_full"
             self.promoted[milestone].add(number)
@@ -115,9 +124,9 @@ class _Rungs:
         last = max((step for step, _ in points), default=0)
         for milestone, recorded in self.rungs:
             reached = next((v for step, v in points if step >= milestone), None)
-            if reached is None:
+            if reached is None or number in recorded:
                 continue
-            recorded[number] = reached
+            self.record(milestone, recorded, number, reached)
             if last > milestone:
                 self.promoted[milestone].add(number)
 
@@ -202,7 +211,9 @@ def percentile(ordered: Sequence[float], share: float) -> float:
     position = share * (len(ordered) - 1)
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+    a, b, t = ordered[low], ordered[high], position - low
+    # numpy's own lerp, rounding included: a value equal to the cutoff is judged as Ray judges it
+    return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t
 
 
 # -- per arm -----------------------------------------------------------------------------------

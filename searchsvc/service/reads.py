@@ -9,11 +9,10 @@ from fastapi import APIRouter, Query
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import FileResponse
 
-from searchsvc.core import StudyRecord, TrialRecord
+from searchsvc.core.wire import encode, study_json, trial_json
 from searchsvc.service.access import ReportFormat
 from searchsvc.service.context import ApiContext, User
 from searchsvc.store import Store
-from searchsvc.store.jsonutil import encode
 
 
 def reads_router(ctx: ApiContext) -> APIRouter:
@@ -84,21 +83,6 @@ def reads_router(ctx: ApiContext) -> APIRouter:
     return router
 
 
-def study_json(s: StudyRecord, detail: bool = False) -> dict[str, Any]:
-    out = {"name": s.name, "state": s.state, "metric": s.metric, "mode": s.mode,
-           "searcher": s.searcher, "total_trials": s.total_trials,
-           # core.judging's counts (search trials by state, seed repeats apart) and best
-           "trial_counts": dict(s.trial_counts), "repeat_counts": dict(s.repeat_counts),
-           "best_value": s.best_value,
-           "constraints": [c.to_dict() for c in s.constraints],
-           "created_at": s.created_at, "started_at": s.started_at,
-           "finished_at": s.finished_at}
-    if detail:
-        out.update(owner=s.owner, spec_file=s.spec_file, spec_text=s.spec_text,
-                   provenance=dict(s.provenance))
-    return out
-
-
 def trials_json(store: Store, name: str, curves: bool | set[int]) -> list[dict[str, Any]]:
     """The study's trials, with every step of all (``True``) or of the trials numbered in
     ``curves``."""
@@ -106,21 +90,3 @@ def trials_json(store: Store, name: str, curves: bool | set[int]) -> list[dict[s
     if isinstance(curves, bool):
         return [trial_json(t, curves) for t in trials]
     return [trial_json(t, t.number in curves) for t in trials]
-
-
-def trial_json(t: TrialRecord, curves: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "number": t.number, "state": t.state, "config": dict(t.config), "arm": dict(t.arm),
-        "best_value": t.best_value, "best_step": t.best_step, "last_step": t.last_step,
-        "attempts": t.attempts, "error": t.error, "node": t.node, "seed": t.seed,
-        "repeat_of": t.repeat_of, "started_at": t.started_at, "finished_at": t.finished_at,
-        "checkpoints": list(t.checkpoints), "final_metrics": encode(dict(t.final_metrics))}
-    if curves:
-        # JSON has no NaN or infinity: a diverged trial's metrics come as "NaN", "Infinity"
-        # and "-Infinity", as the store keeps them.
-        out["measurements"] = [{"step": m.step, "attempt": m.attempt, "value": m.value,
-                                "metrics": encode(dict(m.metrics)),
-                                "telemetry": encode(dict(m.telemetry)),
-                                "recorded_at": m.recorded_at} for m in t.measurements]
-    return out
-

@@ -3,32 +3,14 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
-_SPECIAL = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-
-
-def _encode(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if isinstance(value, dict):
-        return {str(k): _encode(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_encode(v) for v in value]
-    if hasattr(value, "item") and callable(value.item):  # numpy scalars
-        return _encode(value.item())
-    return value
-
-
-def encode(value: Any) -> Any:
-    """``value`` as :func:`dumps` writes it: NaN and infinities as "NaN", "Infinity",
-    "-Infinity" (JSON has no such numbers), numpy scalars as Python's."""
-    return _encode(value)
+# The markers are the wire format's: the store keeps values as the API sends them.
+from searchsvc.core.wire import decode_floats, encode
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(_encode(value), allow_nan=False, default=str)
+    return json.dumps(encode(value), allow_nan=False, default=str)
 
 
 def optional(extra: tuple[Any, ...] | list[Any], index: int) -> str | None:
@@ -45,7 +27,7 @@ def loads_optional(text: str | None) -> dict[str, Any]:
 
 def loads_metrics(text: str) -> dict[str, Any]:
     """Decode a metrics mapping, turning the NaN/infinity markers back into floats."""
-    return {k: _SPECIAL.get(v, v) if isinstance(v, str) else v for k, v in json.loads(text).items()}
+    return decode_floats(json.loads(text))
 
 
 def loads(text: str) -> Any:

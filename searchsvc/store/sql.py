@@ -33,6 +33,7 @@ from searchsvc.core import (
 )
 from searchsvc.core.direction import direction
 from searchsvc.core.judging import USABLE_STATES, Candidate, StudyCounts, best_value
+from searchsvc.core.urls import sqlite_file
 from searchsvc.errors import ConflictError, NotFoundError, StoreError
 from searchsvc.store import jsonutil
 from searchsvc.store.base import (
@@ -84,13 +85,13 @@ def _upgrade(connection: Any) -> None:
 def _migration_lock(engine: Engine) -> Iterator[None]:
     """A lock file beside an SQLite database file (nothing for other databases: they lock in
     the migration's own transaction)."""
-    database = engine.url.database if engine.dialect.name == "sqlite" else None
-    if not database or database == ":memory:":
+    database = sqlite_file(engine.url.render_as_string(hide_password=False))
+    if database is None:
         yield
         return
     from filelock import FileLock
 
-    with FileLock(f"{Path(database).expanduser()}.migrate.lock"):
+    with FileLock(f"{database}.migrate.lock"):
         yield
 
 
@@ -163,9 +164,9 @@ class SqlStore(Store):
     @staticmethod
     def _engine(url: str) -> Engine:
         if url.startswith("sqlite"):
-            database = url.split("///", 1)[1] if "///" in url else ""
-            if database and database != ":memory:":
-                Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            database = sqlite_file(url)
+            if database is not None:
+                database.parent.mkdir(parents=True, exist_ok=True)
             engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
             event.listen(engine, "connect", _sqlite_pragmas)
             return engine

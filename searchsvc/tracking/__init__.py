@@ -8,16 +8,32 @@ behind a :class:`Trackers` fan-out that a failing tracker cannot fail the study 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from searchsvc.plugins import TRACKERS
 from searchsvc.spec import StudySpec
 from searchsvc.tracking.base import ReportFolder, Tracker
 from searchsvc.tracking.fanout import Trackers
-from searchsvc.tracking.mlflow_tracker import MlflowTracker
-from searchsvc.tracking.tensorboard_tracker import TensorBoardTracker
-from searchsvc.tracking.wandb_tracker import WandbTracker
+
+if TYPE_CHECKING:
+    from searchsvc.tracking.mlflow_tracker import MlflowTracker
+    from searchsvc.tracking.tensorboard_tracker import TensorBoardTracker
+    from searchsvc.tracking.wandb_tracker import WandbTracker
+
+# Each tracker's module is imported when first asked for (a study that tracks nothing loads
+# none of them), by name here or through the TRACKERS registry.
+_LAZY = {"MlflowTracker": "searchsvc.tracking.mlflow_tracker",
+         "TensorBoardTracker": "searchsvc.tracking.tensorboard_tracker",
+         "WandbTracker": "searchsvc.tracking.wandb_tracker"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def open_trackers(spec: StudySpec, results_dir: Path,

@@ -34,12 +34,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 from pydantic import Field
 
 from searchsvc.core import Measurement, StudyRecord, StudyState, TrialRecord, TrialState
-from searchsvc.core.urls import dialect
+from searchsvc.core.urls import dialect, sqlite_file
 from searchsvc.spec import StudySpec
 from searchsvc.tracking.base import (
     ReportFolder,
@@ -409,12 +408,7 @@ def _ms(seconds: float) -> int:
 
 
 def sqlite_folder(tracking_uri: str) -> Path | None:
-    """The folder of a ``sqlite:///`` store's database file, a relative path taken from the
-    current folder as SQLAlchemy does (None for other stores and in-memory databases)."""
-    scheme, _, rest = tracking_uri.partition(":")
-    if scheme.lower() != "sqlite" or not rest.startswith("///"):
-        return None
-    path = unquote(rest[3:].partition("?")[0])
-    if not path or path == ":memory:":
-        return None
-    return Path(path).expanduser().resolve().parent
+    """The folder of a ``sqlite:///`` store's database file (None for other stores and
+    in-memory databases)."""
+    found = sqlite_file(tracking_uri)
+    return None if found is None else found.resolve().parent

@@ -34,7 +34,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from searchsvc.core import Measurement, StudyRecord, TrialRecord, TrialState
+from searchsvc.core import Measurement, StudyRecord, StudyState, TrialRecord, TrialState
+from searchsvc.core.judging import USABLE_STATES
 from searchsvc.spec import StudySpec
 from searchsvc.tracking.base import (
     ReportFolder,
@@ -157,7 +158,7 @@ class WandbTracker(Tracker):
                 shutil.copy2(path, Path(run.dir) / path.name)
             elif path.is_dir():
                 shutil.copytree(path, Path(run.dir) / path.name, dirs_exist_ok=True)
-        run.finish(exit_code=0 if study.state == "completed" else 1)
+        run.finish(exit_code=0 if study.state == StudyState.COMPLETED else 1)
         self.study_run = None
 
     # -- trials --------------------------------------------------------------------------------
@@ -244,7 +245,7 @@ class WandbTracker(Tracker):
         if trial.error:
             summary["error"] = trial.error[-4000:]
         run.handle.summary.update(summary)
-        succeeded = trial.state in (TrialState.COMPLETED, TrialState.PRUNED)
+        succeeded = trial.state in USABLE_STATES
         run.handle.finish(exit_code=0 if succeeded else 1)
         run.ended = True
 

@@ -166,12 +166,18 @@ def test_a_cluster_with_token_authentication_refuses_a_driver_without_the_token(
 
 def test_half_gpu_trials_pack_two_to_a_gpu_and_never_more(cluster: LoopbackCluster,
                                                           tmp_path: Path) -> None:
-    path = study_file(tmp_path, "packed", """\
-        budget: {trials: 8, max_concurrent: 8, max_steps: 3}
-        resources: {cpu: 0.5, gpu: 0.5}
+    # The 8 trials wait for each other before their steps, so all 8 hold their half GPUs at
+    # once whatever the load (without it, on a busy machine a trial could end before the
+    # last one was placed, and that one take its GPU: three on one GPU, one after another).
+    started = tmp_path / "started"
+    started.mkdir()
+    path = study_file(tmp_path, "packed", f"""\
+        budget: {{trials: 8, max_concurrent: 8, max_steps: 3}}
+        resources: {{cpu: 0.5, gpu: 0.5}}
         parameters:
-          x: {low: 0.1, high: 1.0}
-          sleep: {value: 1.5}
+          x: {{low: 0.1, high: 1.0}}
+          sleep: {{value: 0.5}}
+          barrier: {{value: "{started}:8"}}
         """)
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     done = searchsvc(cluster, "run", str(path), "--address", cluster.address, "--storage", db)

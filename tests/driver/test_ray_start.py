@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from searchsvc.driver import run
+from searchsvc.driver import session
 
 SLOW = ("The current node timed out during startup. This could happen because some of the "
         "raylet failed to startup or the GCS has become overloaded.")
@@ -44,7 +44,7 @@ def fake(monkeypatch: pytest.MonkeyPatch):
 
 def test_an_embedded_node_that_timed_out_starting_is_started_once_more(fake, capsys) -> None:
     init = fake(Exception(SLOW))
-    run._init_ray({"address": "local", "num_cpus": 2}, embedded=True)
+    session._init_ray({"address": "local", "num_cpus": 2}, embedded=True)
     assert init.calls == [{"address": "local", "num_cpus": 2}] * 2
     assert "did not start in time" in capsys.readouterr().err
 
@@ -52,15 +52,15 @@ def test_an_embedded_node_that_timed_out_starting_is_started_once_more(fake, cap
 def test_a_second_timeout_other_failures_and_clusters_are_reported_at_once(fake) -> None:
     init = fake(Exception(SLOW), Exception(SLOW))
     with pytest.raises(Exception, match="timed out during startup"):
-        run._init_ray({"address": "local"}, embedded=True)
+        session._init_ray({"address": "local"}, embedded=True)
     assert len(init.calls) == 2
     init = fake(ValueError("bad num_cpus"))
     with pytest.raises(ValueError):
-        run._init_ray({"address": "local"}, embedded=True)
+        session._init_ray({"address": "local"}, embedded=True)
     assert len(init.calls) == 1
     init = fake(Exception(SLOW))
     with pytest.raises(Exception, match="timed out"):
-        run._init_ray({"address": "10.0.0.1:6380"}, embedded=False)
+        session._init_ray({"address": "10.0.0.1:6380"}, embedded=False)
     assert len(init.calls) == 1
 
 
@@ -70,11 +70,11 @@ def test_an_embedded_node_prestarts_no_idle_workers_and_the_callers_environment_
 
     monkeypatch.delenv("RAY_prestart_worker_first_driver", raising=False)
     init = fake()
-    run._init_ray({"address": "local"}, embedded=True)
+    session._init_ray({"address": "local"}, embedded=True)
     assert init.environments[0]["RAY_prestart_worker_first_driver"] == "0"
     assert "RAY_prestart_worker_first_driver" not in os.environ
-    run._init_ray({"address": "10.0.0.1:6380"}, embedded=False)  # a cluster's own settings
+    session._init_ray({"address": "10.0.0.1:6380"}, embedded=False)  # a cluster's own settings
     assert "RAY_prestart_worker_first_driver" not in init.environments[1]
     monkeypatch.setenv("RAY_prestart_worker_first_driver", "1")  # the user's choice wins
-    run._init_ray({"address": "local"}, embedded=True)
+    session._init_ray({"address": "local"}, embedded=True)
     assert init.environments[2]["RAY_prestart_worker_first_driver"] == "1"

@@ -15,10 +15,10 @@ from objectives.synthetic import (
 )
 from searchsvc.errors import SpecError
 from searchsvc.searchers import Observation, create_searcher
-from searchsvc.searchers.sequential import best_so_far, run_sequential
 from searchsvc.searchers.simple import halton_points
 from searchsvc.searchers.space import config_from_unit
 from searchsvc.spec import parse_spec
+from searchsvc.testing.sequential import best_so_far, run_sequential
 
 # Minutes of model fitting in all (no Ray): started early by the parallel workers.
 pytestmark = pytest.mark.slow

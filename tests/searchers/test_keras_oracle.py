@@ -7,8 +7,8 @@ import pytest
 
 from objectives.synthetic import branin_value
 from searchsvc.searchers import Observation, create_searcher
-from searchsvc.searchers.sequential import run_sequential
 from searchsvc.spec import parse_spec
+from searchsvc.testing.sequential import run_sequential
 
 # Minutes of model fitting in all (no Ray): started early by the parallel workers.
 pytestmark = pytest.mark.slow

@@ -10,8 +10,8 @@ from objectives.synthetic import zdt1
 from searchsvc.core import Objective
 from searchsvc.searchers import check_spec, create_searcher, searcher_names
 from searchsvc.searchers.base import Observation
-from searchsvc.searchers.sequential import run_sequential
 from searchsvc.spec import parse_spec
+from searchsvc.testing.sequential import run_sequential
 
 SPEC = """
 study: mo

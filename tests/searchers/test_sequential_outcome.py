@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from searchsvc.core import TrialState
 from searchsvc.searchers import create_searcher
-from searchsvc.searchers.sequential import run_sequential
 from searchsvc.spec import parse_spec
+from searchsvc.testing.sequential import run_sequential
 
 STUDY = """
 study: seq

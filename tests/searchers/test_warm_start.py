@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from searchsvc.core import TrialState
-from searchsvc.driver.run import _warm_start, _warm_start_trials
+from searchsvc.driver.warm_start import warm_start, warm_start_trials
 from searchsvc.errors import ConflictError, NotFoundError
 from searchsvc.searchers import Observation, create_searcher
 from searchsvc.spec import parse_spec
@@ -75,25 +75,25 @@ def test_only_the_parents_trials_inside_the_new_space_are_fed_and_bad_parents_re
         store.finish_trial(t.id, TrialState.COMPLETED)
     store.start_trial(parent.id, number=5, config={"variant": "a", "x": 0.3}, arm={}, seed=5)
     spec = parse_spec(CHILD.format(sampler="tpe"), file="child.yaml")
-    finished, numbers, fitting = _warm_start_trials(spec, store)
+    finished, numbers, fitting = warm_start_trials(spec, store)
     # x=1.5 is outside [0, 1], variant c is not a value here, trial 5 never finished.
     assert (finished, numbers) == (5, [0, 2, 4])
     assert [o.config["x"] for o in fitting] == [0.2, 0.9, 0.4]
     assert [o.number for o in fitting] == [-1, -2, -3] and fitting[0].value == 0.2
     # A resume feeds the trials chosen the first time, numbered as then.
-    _, again, refed = _warm_start_trials(spec, store, only=[0, 4])
+    _, again, refed = warm_start_trials(spec, store, only=[0, 4])
     assert again == [0, 4] and [o.number for o in refed] == [-1, -2]
     # Another service user's study is not found, as for every other request.
     with pytest.raises(NotFoundError, match="no study named 'parent'"):
-        _warm_start_trials(spec, store, owner="mallory")
+        warm_start_trials(spec, store, owner="mallory")
 
     with pytest.raises(NotFoundError, match=r"warm_start\.study: no study named 'nope'"):
-        _warm_start_trials(spec.__class__(**{**spec.__dict__, "warm_start": "nope"}), store)
+        warm_start_trials(spec.__class__(**{**spec.__dict__, "warm_start": "nope"}), store)
     store.create_study(name="other", metric="acc", mode="max", searcher="random",
                        spec_text="", spec_file="o.yaml", total_trials=1, results_dir=None,
                        provenance={})
     with pytest.raises(ConflictError, match="optimised acc"):
-        _warm_start_trials(spec.__class__(**{**spec.__dict__, "warm_start": "other"}), store)
+        warm_start_trials(spec.__class__(**{**spec.__dict__, "warm_start": "other"}), store)
 
 
 def test_a_resume_goes_on_when_the_warm_start_study_is_gone() -> None:
@@ -103,10 +103,10 @@ def test_a_resume_goes_on_when_the_warm_start_study_is_gone() -> None:
                                spec_text="", spec_file="c.yaml", total_trials=12,
                                results_dir=None, provenance={"warm_start": {
                                    "study": "parent", "numbers": [0], "used": 1}})
-    resumed = _warm_start(spec, child, store, create_searcher(spec))  # no 'parent' any more
+    resumed = warm_start(spec, child, store, create_searcher(spec))  # no 'parent' any more
     assert resumed.provenance["warm_start"]["used_on_resume"] == 0
     fresh = store.create_study(name="fresh", metric="loss", mode="min", searcher="bayesian",
                                spec_text="", spec_file="f.yaml", total_trials=12,
                                results_dir=None, provenance={})
     with pytest.raises(NotFoundError):  # a new study must not start without its source
-        _warm_start(spec, fresh, store, create_searcher(spec))
+        warm_start(spec, fresh, store, create_searcher(spec))

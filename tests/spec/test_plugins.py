@@ -119,3 +119,29 @@ def test_the_study_file_code_imports_no_heavy_library() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert json.loads(done.stdout) == []
+
+
+def test_the_store_and_tracking_packages_load_an_implementation_when_it_is_asked_for() -> None:
+    """``import searchsvc.store`` and ``searchsvc.tracking`` load no store or tracker module
+    (nor SQLAlchemy); naming one loads it, through the package as through the registry."""
+    code = (
+        "import sys, json\n"
+        "import searchsvc.store, searchsvc.tracking\n"
+        "def loaded():\n"
+        "    return sorted(m for m in sys.modules if m.startswith(('searchsvc.store.',\n"
+        "                  'searchsvc.tracking.', 'sqlalchemy')) and m.count('.') <= 2\n"
+        "                  and not m.endswith(('.base', '.fanout')))\n"
+        "before = loaded()\n"
+        "from searchsvc.store import InMemoryStore\n"
+        "from searchsvc.tracking import TensorBoardTracker\n"
+        "print(json.dumps([before, loaded(), InMemoryStore.__module__,\n"
+        "                  TensorBoardTracker.__module__]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    before, after, store_module, tracker_module = json.loads(done.stdout)
+    assert before == []
+    assert {"searchsvc.store.memory", "searchsvc.tracking.tensorboard_tracker"} <= set(after)
+    assert "searchsvc.store.sql" not in after and "searchsvc.tracking.mlflow_tracker" not in after
+    assert (store_module, tracker_module) == ("searchsvc.store.memory",
+                                              "searchsvc.tracking.tensorboard_tracker")

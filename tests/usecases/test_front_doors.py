@@ -1,5 +1,5 @@
 """What the front doors (CLI, Python API, client, service) get from usecases instead of the
-layers below: plain run options the driver receives unchanged, and the service's warm-up."""
+layers below: the run options the driver reads, and the service's warm-up."""
 
 from __future__ import annotations
 
@@ -17,20 +17,15 @@ from searchsvc.report.writer import ReportFiles
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_run_options_reach_the_driver_as_its_own_unchanged() -> None:
-    assert ([f.name for f in fields(usecases.RunOptions)]
-            == [f.name for f in fields(driver_run.RunOptions)])
+def test_the_front_doors_and_the_driver_share_one_run_options() -> None:
+    """One class: what a front door builds is what the driver reads, field for field."""
+    assert usecases.RunOptions is driver_run.RunOptions
     stream = io.StringIO()
     given = usecases.RunOptions(address="auto", results_root=Path("r"), num_cpus=2, num_gpus=1,
                                 verbose=True, progress_stream=stream, live_progress=False)
-    passed = usecases._driver_options(given)
-    assert passed == driver_run.RunOptions(
-        address="auto", results_root=Path("r"), num_cpus=2, num_gpus=1, verbose=True,
-        progress_stream=stream, live_progress=False)
-    assert passed.progress_stream is stream  # the caller's stream itself, not a copy
-    assert usecases._driver_options(None) == driver_run.RunOptions()
-    own = driver_run.RunOptions(num_cpus=3)
-    assert usecases._driver_options(own) is own  # a caller of the driver's options still works
+    assert [f.name for f in fields(given)] == ["address", "results_root", "num_cpus",
+                                               "num_gpus", "verbose", "progress_stream",
+                                               "live_progress"]
 
 
 def test_a_run_stopped_by_ctrl_c_says_so() -> None:

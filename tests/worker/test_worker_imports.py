@@ -10,6 +10,7 @@ import sys
 import pytest
 
 DRIVER_ONLY = ("sqlalchemy", "scipy", "optuna", "ray", "searchsvc.driver.run",
+               "searchsvc.driver.tune_run", "searchsvc.driver.session",
                "searchsvc.driver.callbacks", "searchsvc.store", "searchsvc.searchers",
                "searchsvc.analysis")
 

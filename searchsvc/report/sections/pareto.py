@@ -63,9 +63,8 @@ def constraints_data(pareto: ParetoAnalysis | None) -> list[dict[str, Any]]:
     """report.json's ``constraints``: each bound and how many trials satisfied it."""
     if pareto is None:
         return []
-    return [{"metric": c.constraint.metric, "min": c.constraint.low, "max": c.constraint.high,
-             "satisfied": c.satisfied, "violated": c.violated, "unreported": c.unreported}
-            for c in pareto.constraints]
+    return [{**c.constraint.to_dict(), "satisfied": c.satisfied, "violated": c.violated,
+             "unreported": c.unreported} for c in pareto.constraints]
 
 
 def pareto_data(pareto: ParetoAnalysis | None) -> dict[str, Any] | None:

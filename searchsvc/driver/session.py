@@ -1,0 +1,120 @@
+"""The Ray a study runs on: the one already initialised in this process, an embedded node
+started for the run, or a cluster attached by address; and the settings an embedded node
+starts with."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from searchsvc.errors import RunnerError
+from searchsvc.options import RunOptions
+from searchsvc.spec import StudySpec
+from searchsvc.worker.objective import module_root, search_paths_for
+
+
+@contextmanager
+def ray_session(spec: StudySpec, options: RunOptions, code: str | None = None,
+                search_paths: Sequence[str] | None = None) -> Iterator[None]:
+    """The run's Ray session, started or attached once for preflight and the study: the Ray
+    already initialised in this process as it is, else one started (embedded) or attached
+    (``options.address``) for the block and shut down after it. ``code``: the study's code
+    bundle, every worker's working directory (and import path); ``search_paths``: where its
+    objective is imported from (default: ``code``, beside the study file, then this process's
+    folder); attached to a cluster without ``code``, the objective's top-level package is
+    shipped to the workers from there."""
+    import ray
+
+    from searchsvc.driver.capacity import check_capacity
+
+    if options.address and options.address.strip().lower().startswith("ray://"):
+        raise RunnerError(
+            f"--address {options.address}: Ray Client (ray://) is not supported: Tune would run "
+            "away from the process that records the trials. Run the driver on a node of the "
+            "cluster (the head, `ray job submit`, or after `ray start --address=HOST:PORT`) "
+            "and give --address HOST:PORT or auto")
+    if ray.is_initialized():
+        check_capacity(spec)
+        yield
+        return
+    kwargs: dict[str, Any] = {"logging_level": logging.ERROR,
+                              "log_to_driver": options.verbose}
+    runtime_env: dict[str, Any] = {"working_dir": code} if code else {}
+    if options.address:
+        if search_paths is None:
+            search_paths = search_paths_for(spec.source.file, code)
+        root = module_root(spec.objective, search_paths)
+        if root is not None and code is None:
+            runtime_env["py_modules"] = [str(root)]
+        kwargs["address"] = options.address
+    if runtime_env:
+        kwargs["runtime_env"] = runtime_env
+    if not options.address:
+        # "local": embedded even when `ray start` left a cluster's address on this machine.
+        kwargs.update(address="local", num_cpus=options.num_cpus, num_gpus=options.num_gpus,
+                      include_dashboard=False)
+    try:
+        _init_ray(kwargs, embedded=not options.address)
+    except Exception as exc:
+        where = f"at {options.address}" if options.address else "locally"
+        hint = (" If the cluster uses token authentication (Ray's default since 2.60), give "
+                "this process its token: RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or "
+                "RAY_AUTH_TOKEN_PATH, default ~/.ray/auth_token)." if options.address else "")
+        raise RunnerError(
+            f"could not start Ray {where}: {type(exc).__name__}: {exc}.{hint}") from None
+    try:
+        check_capacity(spec)  # before any task waits for resources that never come
+        yield
+    finally:
+        from searchsvc.driver.shutdown import shutdown_ray
+
+        shutdown_ray()
+
+
+# What Ray raises when a node it started did not register within its fixed 30 s: on a machine
+# whose cores are all busy (other studies, a test suite), a start that would succeed a moment
+# later.
+_SLOW_NODE_START = "timed out during startup"
+
+
+def _init_ray(kwargs: dict[str, Any], *, embedded: bool) -> None:
+    """``ray.init(**kwargs)``; an embedded Ray that timed out starting is stopped and started
+    once more, with a line saying why (an attached cluster's failure is reported at once)."""
+    import ray
+
+    with embedded_node_settings(embedded):
+        try:
+            ray.init(**kwargs)
+        except Exception as exc:
+            if not embedded or _SLOW_NODE_START not in str(exc):
+                raise
+            from searchsvc.driver.shutdown import shutdown_ray
+
+            shutdown_ray()  # the half-started node's processes
+            print(f"searchsvc: Ray's node did not start in time ({exc}); the machine may be "
+                  "busy, starting it once more", file=sys.stderr)
+            ray.init(**kwargs)
+
+
+# Ray starts a worker process per CPU as soon as a driver connects, in the job's default
+# environment: a study with a code folder (a service's uploaded code, a cluster's working
+# directory) never uses them, and one without starts its trials' workers as fast on demand.
+# Each is a Python process importing Ray (about 2 CPU-seconds) on a machine the study needs.
+EMBEDDED_NODE_ENV = {"RAY_prestart_worker_first_driver": "0"}
+
+
+@contextmanager
+def embedded_node_settings(embedded: bool) -> Iterator[None]:
+    """Within: the environment an embedded Ray node starts with (EMBEDDED_NODE_ENV, where the
+    user has not set the variable); the caller's own environment is left as it was."""
+    added = {k: v for k, v in EMBEDDED_NODE_ENV.items() if embedded and k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for key in added:
+            os.environ.pop(key, None)

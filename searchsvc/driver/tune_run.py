@@ -1,0 +1,208 @@
+"""One Ray Tune run of a study's trials: the Tuner a searcher, its pending trials and the
+study's rules make (search algorithm, scheduler, stopper, store callback, checkpoints, retries),
+run to its end."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from searchsvc.core import StudyRecord
+from searchsvc.core.judging import USABLE_STATES
+from searchsvc.driver.progress import Progress
+from searchsvc.options import RunOptions
+from searchsvc.provenance import launch_of
+from searchsvc.searchers import Observation, PopulationSchedule, Searcher
+from searchsvc.searchers.repeats import RepeatSearcher
+from searchsvc.spec import StudySpec
+from searchsvc.store import Store, searchsvc_home
+from searchsvc.tracking import Tracker
+from searchsvc.worker.context import META_KEY
+from searchsvc.worker.shadowing import named_shadowing
+from searchsvc.worker.workdir import NO_TRIAL_DIR_CHANGE
+
+if TYPE_CHECKING:
+    from searchsvc.driver.tune_search import Stage
+
+# Quiet Ray Tune's own console output (searchsvc shows its own progress) and its per-trial
+# CSV/JSON/TensorBoard loggers (the store has every result). Set before Ray Tune runs.
+os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")
+os.environ.setdefault("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS", "1")
+os.environ.setdefault("TUNE_DISABLE_STRICT_METRIC_CHECKING", "1")
+os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+# searchsvc handles Ctrl-C itself (see _graceful_ctrl_c) so it can tell the user what happened.
+os.environ.setdefault("TUNE_DISABLE_SIGINT_HANDLER", "1")
+# Trials run in the folder the study was launched from, not in Tune's trial folder
+# (worker/workdir.py); Tune hands this on to each trial's process.
+os.environ.update(NO_TRIAL_DIR_CHANGE)
+
+TRAINING_RUNS_WAIT_S = 120.0  # the most a study waits, at its end, for runs to stop workers
+
+
+def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
+         pending: list[int], history: list[Observation], progress: Progress,
+         options: RunOptions, time_limit_s: float | None, trackers: Tracker | None = None, *,
+         search_paths: Sequence[str], oom_retries: list[int] | None = None,
+         then: Callable[[Any], Stage | None] | None = None) -> Any:
+    """One Ray Tune run of ``searcher``'s ``pending`` trials (and of the stage ``then`` gives,
+    asked with the run's store callback, after them: see
+    :class:`~searchsvc.driver.tune_search.StudySearch`); returns its store callback once the
+    run has ended."""
+    with named_shadowing(search_paths):
+        from ray import tune
+
+        from searchsvc.driver import raycompat
+        from searchsvc.driver.callbacks import StoreCallback
+        from searchsvc.driver.schedulers import StudyStopping, create_scheduler
+        from searchsvc.driver.settings import trial_settings
+        from searchsvc.driver.tune_search import StudySearch
+
+    schedule = searcher.schedule()
+    settings = trial_settings(
+        spec, search_paths=search_paths, launch=launch_of(study),
+        # PBT copies checkpoints between trials, so its objectives must save them.
+        keep_checkpoints=spec.checkpoints.keep_best is not None
+        or isinstance(schedule, PopulationSchedule))
+    results_dir = Path(study.results_dir or searchsvc_home() / "results" / spec.name)
+    run_name = f"run-{time.strftime('%Y%m%d-%H%M%S')}"
+    storage = (results_dir / "ray").resolve()
+    callback = StoreCallback(
+        store, study, searcher, progress, trial_timeout_s=spec.budget.trial_timeout_s,
+        trackers=trackers, fail_fast=spec.budget.fail_fast,
+        produced=any(t.state in USABLE_STATES for t in store.get_trials(study.name)),
+        oom_retries=oom_retries, resources=spec.resources)
+    scheduler = create_scheduler(schedule, spec, callback)
+    if isinstance(scheduler, StudyStopping):  # earlier runs' results fill each arm's state
+        for observation in history:
+            scheduler.restore_trial(observation.number, dict(observation.config),
+                              list(observation.curve))
+    tuner = tune.Tuner(
+        _trainable(spec, settings, storage / run_name),
+        tune_config=tune.TuneConfig(
+            search_alg=StudySearch(searcher, pending, spec.metric, spec.mode,
+                                   then=_next_stage(then, callback, progress)),
+            scheduler=scheduler,
+            num_samples=-1,  # StudySearch says when the study's trials are all done
+            max_concurrent_trials=_concurrent_trials(spec),
+            # A data-parallel trial's launcher holds nothing worth reusing; it must exit cleanly.
+            reuse_actors=not spec.resources.data_parallel,
+            time_budget_s=time_limit_s,
+            trial_dirname_creator=_trial_dirname,
+            trial_name_creator=_trial_dirname,
+        ),
+        run_config=_run_config(spec, run_name, storage, callback),
+    )
+    progress.start(repeats_note(len(pending)) if isinstance(searcher, RepeatSearcher) else None)
+    raycompat.tag_callbacks_without_integrations()
+    raycompat.start_unresettable_trials_afresh()
+    tuner.fit()
+    if spec.resources.data_parallel:
+        _wait_for_training_runs(spec.name, progress)
+    return callback
+
+
+def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any) -> Any:
+    """Ray Tune's run settings: where it keeps the run, the study's stop rule, its callback,
+    checkpoints kept and retries."""
+    from ray import tune
+
+    from searchsvc.driver.callbacks import StudyStopper
+
+    keep = spec.checkpoints.keep_best
+    return tune.RunConfig(
+        name=run_name,
+        storage_path=str(storage),
+        stop=StudyStopper(tuple(o.name for o in spec.objectives), spec.budget.max_steps,
+                          callback),
+        callbacks=[callback],
+        verbose=0,
+        log_to_file=True,
+        # What a trial writes to sdk.trial_dir() is copied into the study's results
+        # (from whichever node ran it) as it reports and when it ends.
+        sync_config=tune.SyncConfig(sync_artifacts=True),
+        checkpoint_config=tune.CheckpointConfig(
+            num_to_keep=keep, checkpoint_score_attribute=spec.metric if keep else None,
+            checkpoint_score_order=spec.mode,
+        ),
+        failure_config=tune.FailureConfig(max_failures=spec.budget.max_failures),
+    )
+
+
+def _next_stage(then: Callable[[Any], Stage | None] | None, callback: Any, progress: Progress
+                ) -> Callable[[], Stage | None] | None:
+    """``then``, asked with ``callback``; the stage it gives is the one the store callback
+    tells its trials' results to, and the display says it started."""
+    if then is None:
+        return None
+
+    def next_stage() -> Stage | None:
+        stage = then(callback)
+        if stage is not None:
+            callback.searcher = stage[0]
+            progress.note(repeats_note(len(stage[1])))
+        return stage
+    return next_stage
+
+
+def repeats_note(count: int) -> str:
+    return f"seed repeats: {count} trials rerun the best configurations with new seeds"
+
+
+def _wait_for_training_runs(study: str, progress: Progress,
+                            timeout_s: float = TRAINING_RUNS_WAIT_S) -> None:
+    """Return once every data-parallel training run of ``study`` has ended (its workers
+    stopped and their resources given back), saying so while it waits; give up, saying so,
+    after ``timeout_s``."""
+    from searchsvc.worker.data_parallel import runs_left
+
+    deadline, said = time.monotonic() + timeout_s, False
+    while left := runs_left(study):
+        if time.monotonic() > deadline:
+            progress.note(f"{len(left)} training run(s) still stopping after {timeout_s:.0f} s; "
+                          "each ends itself once its workers have stopped")
+            return
+        if not said:
+            progress.note(f"waiting for {len(left)} training run(s) to stop their workers")
+            said = True
+        time.sleep(0.2)
+
+
+LAUNCHER_MEMORY_BYTES = 64 * 1024 * 1024  # a data-parallel trial's launcher (it only forwards)
+
+
+def _trainable(spec: StudySpec, settings: Any, run_dir: Path) -> Any:
+    """What Tune runs for each trial: the objective in the trial's process, or, for a
+    data-parallel trial, a launcher that takes no CPU and trains on ``workers`` Ray Train
+    workers (worker/data_parallel.py), whose training runs keep their checkpoints beside the
+    trial's in ``run_dir`` (Tune's folder of this run)."""
+    from ray import tune
+
+    resources = spec.resources
+    if not resources.data_parallel:
+        from searchsvc.worker.trainable import run_trial
+
+        return tune.with_resources(tune.with_parameters(run_trial, settings=settings),
+                                   {"cpu": resources.cpu, "gpu": resources.gpu})
+    from searchsvc.worker.data_parallel import Workers, run_data_parallel_trial
+
+    workers = Workers(resources.worker_count, resources.cpu, resources.gpu, str(run_dir))
+    # No CPU for the launcher, so the workers can have every one; Ray needs a bundle to place
+    # it with, so it asks for a little memory instead.
+    return tune.with_resources(tune.with_parameters(run_data_parallel_trial, settings=settings,
+                                                    workers=workers),
+                               {"cpu": 0, "memory": LAUNCHER_MEMORY_BYTES})
+
+
+def _concurrent_trials(spec: StudySpec) -> int | None:
+    import ray
+
+    from searchsvc.driver.capacity import concurrent_trials
+
+    return concurrent_trials(spec, ray.nodes())
+
+
+def _trial_dirname(trial: Any) -> str:
+    return f"trial_{int(trial.config[META_KEY]['number']):05d}"
