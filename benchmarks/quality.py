@@ -50,8 +50,8 @@ from objectives.synthetic import (  # noqa: E402
     zdt1_values,
 )
 from searchsvc.searchers import create_searcher  # noqa: E402
-from searchsvc.testing.sequential import best_so_far, run_sequential  # noqa: E402
 from searchsvc.spec import parse_spec  # noqa: E402
+from searchsvc.testing.sequential import best_so_far, run_sequential  # noqa: E402
 
 
 @dataclass(frozen=True)
