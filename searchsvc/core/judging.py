@@ -29,7 +29,7 @@ the web UI, the report and the trackers all call these; none re-derives them.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
@@ -115,11 +115,15 @@ def has_result(trial: Judged) -> bool:
             and math.isfinite(trial.best_value))
 
 
+def _value_order(mode: str) -> Callable[[Judged], tuple[float, int]]:
+    """The sort key of the best-first order: the value (best first), then the lower number."""
+    sign = direction(mode).sign
+    return lambda t: (sign * float(t.best_value), t.number)  # type: ignore[arg-type]
+
+
 def by_value(trials: Iterable[T], mode: str) -> list[T]:
     """The trials of ``trials`` with a result, best value first (ties: the lower number)."""
-    sign = direction(mode).sign
-    return sorted((t for t in trials if has_result(t)),
-                  key=lambda t: (sign * float(t.best_value), t.number))  # type: ignore[arg-type]
+    return sorted((t for t in trials if has_result(t)), key=_value_order(mode))
 
 
 def completed_first(trials: Iterable[T], mode: str) -> list[T]:
@@ -160,6 +164,19 @@ def best_trial(trials: Iterable[T], mode: str, constraints: Sequence[Constraint]
     """The study's best trial (None: no trial qualifies yet)."""
     found = ranked(trials, mode, constraints)
     return found[0] if found else None
+
+
+def best_after(best: T | None, trial: T, mode: str, constraints: Sequence[Constraint] = ()
+               ) -> T | None:
+    """The study's best once ``trial`` has ended, given ``best``, the best of the trials that
+    ended before it: :func:`best_trial`'s rule one trial at a time, so that a live count
+    costs the same at trial 10,000 as at trial 1."""
+    if not is_best_candidate(trial, constraints):
+        return best
+    if best is None:
+        return trial
+    order = _value_order(mode)
+    return trial if order(trial) < order(best) else best
 
 
 def best_value(trials: Iterable[Judged], mode: str, constraints: Sequence[Constraint] = ()
@@ -237,6 +254,12 @@ class StudyCounts:
                 into = repeats if repeat else search
                 into[str(state)] = into.get(str(state), 0) + int(n)
         return cls(_in_order(search), _in_order(repeats))
+
+    def plus(self, trial: Judged) -> StudyCounts:
+        """These counts with ``trial`` counted too (one more trial of the study)."""
+        rows = [*((s, False, n) for s, n in self.search.items()),
+                *((s, True, n) for s, n in self.repeats.items())]
+        return StudyCounts.tally([*rows, (trial.state, not is_search_trial(trial), 1)])
 
     @property
     def finished(self) -> int:

@@ -22,6 +22,7 @@ from searchsvc.core.judging import (
     Candidate,
     Judged,
     StudyCounts,
+    best_after,
     best_trial,
     count_line,
     study_counts,
@@ -158,9 +159,14 @@ class Progress:
         value = self.values.pop(number, None)
         finished = state in FINISHED_TRIAL_STATES
         if finished:
-            self.ended[number] = Candidate(number, state, value, repeat_of,
-                                           dict(final_metrics or {}))
-            self._judge()
+            ended = Candidate(number, state, value, repeat_of, dict(final_metrics or {}))
+            again = number in self.ended
+            self.ended[number] = ended
+            if again:  # not one more trial: judged afresh
+                self._judge()
+            else:  # one more: the counts and best move on by it alone
+                self._counts_now = self._counts_now.plus(ended)
+                self._best_now = best_after(self._best_now, ended, self.mode, self.constraints)
         if self._live is None and self._bar is None and finished:
             tag = "" if state == TrialState.COMPLETED else f" ({state})"
             self.console.print(f"  trial {number} finished{tag} · {self._counts()}")

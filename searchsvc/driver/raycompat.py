@@ -200,3 +200,14 @@ def start_unresettable_trials_afresh() -> None:
 
     _on_trial_reset.searchsvc = True  # type: ignore[attr-defined]
     TuneController._on_trial_reset = _on_trial_reset  # type: ignore[method-assign]
+
+
+def waiting_trials(tune_controller: Any) -> tuple[Any, Any] | None:
+    """The controller's own sets of its PENDING and PAUSED trials (private: ``_pending_trials``
+    and ``_paused_trials``), which it keeps as trials change status; None where a Ray version
+    lacks them (the caller then scans every trial, as Tune's FIFO does)."""
+    pending = getattr(tune_controller, "_pending_trials", None)
+    paused = getattr(tune_controller, "_paused_trials", None)
+    if isinstance(pending, set) and isinstance(paused, set):
+        return pending, paused
+    return None

@@ -51,6 +51,8 @@ class HyperbandSchedule:
     def bracket_for(self, number: int) -> int:
         """Trial ``number``'s bracket: drawn as Ray Tune draws it (brackets with more rungs are
         likelier), but seeded by the trial number so a resumed study assigns the same ones."""
+        if self.brackets == 1:
+            return 0  # ASHA: the one bracket, with no draw to make
         sizes = np.array([len(self.milestones(b)) for b in range(self.brackets)], dtype=float)
         weights = np.exp(sizes - sizes.max())
         rng = np.random.default_rng([self.seed, number, 7])

@@ -159,3 +159,30 @@ def test_a_searcher_is_told_the_value_of_a_trial_infeasible_only_by_its_constrai
     assert searcher_value(diverged, (MEMORY,)) is None  # NaN/inf or out of memory: none
     assert searcher_value(over) is None  # without the constraint nothing explains it
     assert [searcher_value(trial(2, s, 0.3)) for s in (C, P, F)] == [0.3, 0.3, None]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_best_and_the_counts_one_trial_at_a_time_agree_with_the_whole_study(
+        seed: int) -> None:
+    """Live progress folds each ended trial into the best and counts (best_after,
+    StudyCounts.plus); that must equal judging all of them at once (best_trial,
+    study_counts), ties, repeats, constraints and non-finite values included."""
+    import random
+
+    from searchsvc.core.judging import Candidate, StudyCounts, best_after, best_trial, study_counts
+
+    rng = random.Random(seed)
+    constraints = (Constraint("mem", high=5.0),)
+    states = [TrialState.COMPLETED, TrialState.PRUNED, TrialState.FAILED,
+              TrialState.INFEASIBLE]
+    trials = [Candidate(n, rng.choice(states),
+                        rng.choice([None, math.nan, float(rng.randint(0, 6))]),
+                        rng.choice([None, None, 0]), {"mem": float(rng.randint(0, 9))})
+              for n in range(60)]
+    for mode in ("min", "max"):
+        best, counts = None, StudyCounts()
+        for i, trial in enumerate(trials):
+            best = best_after(best, trial, mode, constraints)
+            counts = counts.plus(trial)
+            assert best is best_trial(trials[:i + 1], mode, constraints)
+            assert counts == study_counts(trials[:i + 1])

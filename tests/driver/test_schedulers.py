@@ -157,3 +157,54 @@ def test_each_rules_stop_is_told_in_words_with_its_arm() -> None:
     act(s, 1, 1, 1, 0.9)
     assert stop_reason(events.stops[-1][1], "loss") == (
         "loss=0.9 was not in the top 1/3 of its arm (depth=1) at rung 1 (cutoff 0.1)")
+
+
+class _Controller:
+    """The little of Tune's controller a FIFO choice reads: its trials and its own sets of
+    pending and paused ones."""
+
+    def __init__(self) -> None:
+        self.trials: list[Any] = []
+        self._pending_trials: set[Any] = set()
+        self._paused_trials: set[Any] = set()
+
+    def get_trials(self) -> list[Any]:
+        return self.trials
+
+
+class _Trial:
+    def __init__(self, name: str, status: str):
+        self.name, self.status = name, status
+
+
+def test_the_fifo_choice_reads_only_the_waiting_trials_and_picks_as_tunes_does() -> None:
+    """StudyFifo picks what Tune's FIFOScheduler picks (the trial added first, pending before
+    paused) from the controller's sets of waiting trials, without a pass over the finished."""
+    from ray.tune.schedulers import FIFOScheduler
+
+    from searchsvc.driver.schedulers import StudyFifo
+
+    controller, ours, tunes = _Controller(), StudyFifo(), FIFOScheduler()
+    for i in range(8):
+        trial = _Trial(f"t{i}", "TERMINATED")
+        controller.trials.append(trial)
+        ours.on_trial_add(controller, trial)
+
+    def wait(index: int, status: str) -> None:
+        trial = controller.trials[index]
+        trial.status = status
+        (controller._pending_trials if status == "PENDING" else controller._paused_trials
+         ).add(trial)
+
+    assert ours.choose_trial_to_run(controller) is None
+    wait(6, "PAUSED")
+    wait(3, "PAUSED")
+    assert ours.choose_trial_to_run(controller) is tunes.choose_trial_to_run(controller) \
+        is controller.trials[3]
+    wait(7, "PENDING")
+    wait(5, "PENDING")
+    assert ours.choose_trial_to_run(controller) is tunes.choose_trial_to_run(controller) \
+        is controller.trials[5]
+    # Tune's own scan is what a controller without those sets gets
+    controller._pending_trials = None  # type: ignore[assignment]
+    assert ours.choose_trial_to_run(controller) is controller.trials[5]
