@@ -14,7 +14,7 @@ spec), and handed to the driver's preflight, creation and run, which never make 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,19 +24,16 @@ from searchsvc.options import RunOptions
 from searchsvc.spec import DEFAULT_LIMITS, SpecLimits, StudySpec, load_spec, parse_spec, spec_of
 from searchsvc.store import Store, StudyReader
 
-if TYPE_CHECKING:  # the types the front doors read, named here for them (see __all__)
+if TYPE_CHECKING:  # the types the front doors read, named here for them
     from pydantic import BaseModel
 
     from searchsvc.analysis.campaign import Campaign
     from searchsvc.analysis.compare import Comparison
     from searchsvc.analysis.replay import Replay
     from searchsvc.analysis.study import StudyAnalysis
-    from searchsvc.analysis.summary import StudySummary
-    from searchsvc.analysis.telemetry import TrialTelemetry
     from searchsvc.codebundle import CodeBundle
     from searchsvc.driver.preflight import PreflightResult
     from searchsvc.driver.run import RunOutcome
-    from searchsvc.report.plotdata import CampaignPlot, ProgressPlot
     from searchsvc.report.writer import ReportFiles
     from searchsvc.searchers import Searcher
 
@@ -399,11 +396,6 @@ def is_advisory(check: str) -> bool:
     return check in ADVISORY_CHECKS
 
 
-def summary(study: StudyRecord, trials: Sequence[TrialRecord]) -> StudySummary:
-    """Study ``study``'s counts and best trials (``searchsvc show``)."""
-    from searchsvc.analysis import summarize
-
-    return summarize(study, trials)
 
 
 def findings(reader: StudyReader, study: StudyRecord, spec: StudySpec,
@@ -436,74 +428,29 @@ def figures(reader: StudyReader, study: StudyRecord, spec: StudySpec) -> dict[st
     return {section: [figure for _, figure in found] for section, found in drawn.items()}
 
 
-def comparison_json(found: Comparison) -> dict[str, Any] | None:
-    """A comparison as report.json's ``comparison`` holds it (``searchsvc compare --json``)."""
-    from searchsvc.report.data import comparison_data
-
-    return comparison_data(found)
 
 
-def progress_plot(study: StudyRecord, trials: Sequence[TrialRecord]) -> ProgressPlot | None:
-    """The report's progress plot data (None before any trial has a value)."""
-    from searchsvc.report.plotdata import progress_plot as plot
-
-    return plot(study, trials)
 
 
-def progress_figure(plot: ProgressPlot) -> Any:
-    """The progress plot drawn (a Plotly figure), as the report draws it."""
-    from searchsvc.report.figures import progress_figure as draw
-
-    return draw(plot)
 
 
-def campaign_plot(found: Campaign) -> CampaignPlot | None:
-    """The campaign's plot data: the best per round (None before any round has a value)."""
-    from searchsvc.report.plotdata import campaign_plot as plot
-
-    return plot(found)
 
 
-def trial_telemetry(trial: TrialRecord) -> TrialTelemetry:
-    """The summary of the telemetry of ``trial``'s steps (its last attempt)."""
-    from searchsvc.analysis.telemetry import trial_telemetry as telemetry
-
-    return telemetry(trial)
 
 
-def campaign_name(study: StudyRecord) -> str:
-    """The campaign ``study`` is a round of (its own name when it is in none)."""
-    from searchsvc.analysis.campaign import campaign_name as name
-
-    return name(study)
 
 
 def in_campaign(study: StudyRecord) -> str | None:
     """The campaign ``study`` is a round of; None when it is in none."""
-    from searchsvc.analysis.campaign import membership
+    from searchsvc.analysis.campaign import campaign_name, membership
 
     return campaign_name(study) if membership(study) else None
 
 
-def campaign_from_json(data: Mapping[str, Any]) -> Campaign:
-    """The campaign ``Campaign.as_dict`` (or the service's ``GET /campaigns/{name}``) wrote."""
-    from searchsvc.analysis.campaign import Campaign
-
-    return Campaign.from_dict(data)
 
 
-def objective_ref(function: Callable[..., Any]) -> str:
-    """The name (``module:qualname``) a function given as a study's objective goes by."""
-    from searchsvc.worker.objective import objective_ref as ref
-
-    return ref(function)
 
 
-def give_objective(ref: str, function: Callable[..., Any]) -> None:
-    """From now on in this process (and its Ray workers), objective ``ref`` is ``function``."""
-    from searchsvc.worker.objective import give_objective as give
-
-    give(ref, function)
 
 
 def keras_starter_study(objective: str) -> str:
@@ -515,11 +462,6 @@ def keras_starter_study(objective: str) -> str:
     return starter_study(objective, resolve_objective(objective, search_paths_for(None)))
 
 
-def backend_names() -> list[str]:
-    """The names of the registered backends."""
-    from searchsvc.backends import backend_names as names
-
-    return names()
 
 
 def backend_options(name: str) -> type[BaseModel]:
@@ -537,3 +479,49 @@ def warm_up() -> None:
     import searchsvc.driver
     import searchsvc.report
     import searchsvc.searchers  # noqa: F401
+
+
+# The use cases that are one lower function as it is, exported under the use case's name
+# rather than wrapped: each is imported when first asked for (``__getattr__`` below), so the
+# front doors stay as light as the wrappers kept them. "module:attribute[.attribute]".
+_EXPORTED = {
+    "summary": "searchsvc.analysis.summary:summarize",  # a study's counts and best trials
+    "comparison_json": "searchsvc.report.data:comparison_data",  # report.json's comparison
+    "progress_plot": "searchsvc.report.plotdata:progress_plot",  # None before any value
+    "progress_figure": "searchsvc.report.figures:progress_figure",  # drawn as the report does
+    "campaign_plot": "searchsvc.report.plotdata:campaign_plot",  # the best per round
+    "trial_telemetry": "searchsvc.analysis.telemetry:trial_telemetry",  # a trial's steps'
+    "campaign_name": "searchsvc.analysis.campaign:campaign_name",  # its own name in none
+    "campaign_from_json": "searchsvc.analysis.campaign:Campaign.from_dict",  # as_dict's
+    "objective_ref": "searchsvc.worker.objective:objective_ref",  # module:qualname
+    "give_objective": "searchsvc.worker.objective:give_objective",  # in this process
+    "backend_names": "searchsvc.backends:backend_names",  # the registered backends
+}
+
+if TYPE_CHECKING:
+    from searchsvc.analysis.campaign import Campaign as _Campaign
+    from searchsvc.analysis.campaign import campaign_name as campaign_name
+    from searchsvc.analysis.summary import summarize as summary  # noqa: F401
+    from searchsvc.analysis.telemetry import trial_telemetry as trial_telemetry
+    from searchsvc.backends import backend_names as backend_names
+    from searchsvc.report.data import comparison_data as comparison_json  # noqa: F401
+    from searchsvc.report.figures import progress_figure as progress_figure
+    from searchsvc.report.plotdata import campaign_plot as campaign_plot
+    from searchsvc.report.plotdata import progress_plot as progress_plot
+    from searchsvc.worker.objective import give_objective as give_objective
+    from searchsvc.worker.objective import objective_ref as objective_ref
+
+    campaign_from_json = _Campaign.from_dict
+
+
+def __getattr__(name: str) -> Any:
+    target = _EXPORTED.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    module, _, path = target.partition(":")
+    found: Any = importlib.import_module(module)
+    for part in path.split("."):
+        found = getattr(found, part)
+    return found

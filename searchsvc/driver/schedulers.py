@@ -55,22 +55,26 @@ class StudyFifo(FIFOScheduler):
 
     def __init__(self) -> None:
         super().__init__()
-        self._added: dict[Any, int] = {}  # trial -> the order it was added in
+        # id(trial) -> the order it was added in, while it has not ended (Tune keeps every
+        # trial of its run, so an id is not reused meanwhile)
+        self._added: dict[int, int] = {}
+        self._count = 0
 
     def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
-        self._added.setdefault(trial, len(self._added))
+        if id(trial) not in self._added:
+            self._added[id(trial)], self._count = self._count, self._count + 1
         super().on_trial_add(tune_controller, trial)
 
     def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
-        self._added.pop(trial, None)
+        self._added.pop(id(trial), None)
         super().on_trial_complete(tune_controller, trial, result)
 
     def on_trial_error(self, tune_controller: Any, trial: Any) -> None:
-        self._added.pop(trial, None)
+        self._added.pop(id(trial), None)
         super().on_trial_error(tune_controller, trial)
 
     def on_trial_remove(self, tune_controller: Any, trial: Any) -> None:
-        self._added.pop(trial, None)
+        self._added.pop(id(trial), None)
         super().on_trial_remove(tune_controller, trial)
 
     def choose_trial_to_run(self, tune_controller: Any) -> Any:
@@ -79,7 +83,7 @@ class StudyFifo(FIFOScheduler):
             return super().choose_trial_to_run(tune_controller)
         for trials in waiting:
             if trials:
-                return min(trials, key=lambda t: self._added.get(t, math.inf))
+                return min(trials, key=lambda t: self._added.get(id(t), math.inf))
         return None
 
 

@@ -53,3 +53,20 @@ def test_the_service_imports_the_driver_and_report_only_when_it_warms_up() -> No
     assert before == "[]"
     assert after == ("['searchsvc.driver', 'searchsvc.report', 'searchsvc.backends', "
                      "'searchsvc.searchers']")
+
+
+def test_a_use_case_that_is_one_lower_function_is_that_function_imported_when_asked() -> None:
+    """Exported, not wrapped: the name the front doors call is the lower function itself, and
+    a name usecases does not export is an AttributeError naming it."""
+    import pytest
+
+    from searchsvc.analysis.campaign import Campaign
+    from searchsvc.analysis.summary import summarize
+    from searchsvc.report.plotdata import progress_plot
+
+    assert usecases.summary is summarize and usecases.progress_plot is progress_plot
+    assert usecases.campaign_from_json == Campaign.from_dict
+    for name in usecases._EXPORTED:
+        assert callable(getattr(usecases, name)), name
+    with pytest.raises(AttributeError, match="'summarise'"):
+        _ = usecases.summarise
