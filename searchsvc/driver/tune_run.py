@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 from searchsvc.core import StudyRecord
 from searchsvc.core.judging import USABLE_STATES
 from searchsvc.driver.progress import Progress
+from searchsvc.driver.study import results_dir_of
 from searchsvc.options import RunOptions
 from searchsvc.provenance import launch_of
 from searchsvc.searchers import Observation, PopulationSchedule, Searcher
 from searchsvc.searchers.repeats import RepeatSearcher
 from searchsvc.spec import StudySpec
-from searchsvc.store import Store, searchsvc_home
+from searchsvc.store import Store
 from searchsvc.tracking import Tracker
 from searchsvc.worker.context import META_KEY
 from searchsvc.worker.shadowing import named_shadowing
@@ -66,7 +67,7 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         # PBT copies checkpoints between trials, so its objectives must save them.
         keep_checkpoints=spec.checkpoints.keep_best is not None
         or isinstance(schedule, PopulationSchedule))
-    results_dir = Path(study.results_dir or searchsvc_home() / "results" / spec.name)
+    results_dir = results_dir_of(study)
     run_name = f"run-{time.strftime('%Y%m%d-%H%M%S')}"
     storage = (results_dir / "ray").resolve()
     callback = StoreCallback(
