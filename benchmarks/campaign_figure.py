@@ -19,8 +19,7 @@ from searchsvc import usecases
 from searchsvc.analysis import StudyAnalysis, analyze
 from searchsvc.analysis.campaign import CAMPAIGN_KEY, decisions, first_round, next_round
 from searchsvc.core import StudyRecord
-from searchsvc.report.plotdata import campaign_plot
-from searchsvc.report.plots import draw_campaign_plot
+from searchsvc.report.charts.campaign import campaign_plot, draw_campaign_plot
 from searchsvc.spec import parse_spec
 from searchsvc.store import InMemoryStore
 from searchsvc.testing.planted import Rows, planted_study

@@ -12,8 +12,7 @@ import random
 
 from searchsvc.analysis.replay import replay_study
 from searchsvc.core import Measurement, TrialRecord, TrialState
-from searchsvc.report.plotdata import replay_plot
-from searchsvc.report.plots import draw_replay_plot
+from searchsvc.report.sections.replay import draw_replay_plot, replay_plot
 
 STEPS, TRIALS = 16, 24
 SLOW = {5, 11, 17}  # the late bloomers: the study's three best trials

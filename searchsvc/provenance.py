@@ -76,3 +76,20 @@ def launch_of(study: StudyRecord) -> str | None:
     """The folder ``study`` was launched from (:func:`launch_folder`)."""
     recorded = study.provenance.get("launched_from")
     return launch_folder(code_path(study), str(recorded) if recorded else None)
+
+
+def objective_paths(spec_file: str | None, code: str | None = None,
+                    launch: str | None = None) -> tuple[str, ...]:
+    """Where a study's objective is imported from, the one rule every layer uses: its uploaded
+    ``code``, its study file's folder, then the folder it is launched from (``launch`` as
+    recorded, see :func:`launch_folder`); worker.objective.search_paths_for orders them. A use
+    case computes them once and hands them down (preflight, the Ray session, the run)."""
+    from searchsvc.worker.objective import search_paths_for
+
+    return tuple(search_paths_for(spec_file, code, launch_folder(code, launch)))
+
+
+def objective_paths_of(study: StudyRecord) -> tuple[str, ...]:
+    """:func:`objective_paths` of a stored study (its file, code and launch folder)."""
+    recorded = study.provenance.get("launched_from")
+    return objective_paths(study.spec_file, code_path(study), str(recorded) if recorded else None)

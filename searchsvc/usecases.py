@@ -120,21 +120,23 @@ def run(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
     from searchsvc.driver.preflight import raise_if_failed, run_preflight
     from searchsvc.driver.session import ray_session
     from searchsvc.driver.study import create_study
+    from searchsvc.provenance import objective_paths
     from searchsvc.searchers import create_searcher
 
     options = options or RunOptions()
     searcher = create_searcher(spec)
+    paths = objective_paths(spec.source.file)
     if not preflight:
         study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher,
-                             extra_provenance=provenance, owner=owner)
+                             extra_provenance=provenance, owner=owner, search_paths=paths)
         return _run_and_report(study, store, options, spec, searcher)
-    with ray_session(spec, options):
-        checked = run_preflight(spec, searcher=searcher)
+    with ray_session(spec, options, search_paths=paths):
+        checked = run_preflight(spec, searcher=searcher, search_paths=paths)
         if on_preflight is not None:
             on_preflight(checked)
         raise_if_failed(checked)
         study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher,
-                             extra_provenance=provenance, owner=owner)
+                             extra_provenance=provenance, owner=owner, search_paths=paths)
         study = store.update_study(study.name, provenance={**study.provenance,
                                                            "preflight": checked.to_dict()})
         return _run_and_report(study, store, options, spec, searcher)
@@ -145,11 +147,13 @@ def preflight(spec: StudySpec, options: RunOptions | None = None) -> PreflightRe
     stores nothing and raises nothing for a failed check (see ``result.issues``)."""
     from searchsvc.driver.preflight import run_preflight
     from searchsvc.driver.session import ray_session
+    from searchsvc.provenance import objective_paths
     from searchsvc.searchers import create_searcher
 
     searcher = create_searcher(spec)
-    with ray_session(spec, options or RunOptions()):
-        return run_preflight(spec, searcher=searcher)
+    paths = objective_paths(spec.source.file)
+    with ray_session(spec, options or RunOptions(), search_paths=paths):
+        return run_preflight(spec, searcher=searcher, search_paths=paths)
 
 
 def cluster_nodes(address: str | None, num_cpus: int | None = None,
@@ -202,7 +206,7 @@ def resume(name: str, store: Store, options: RunOptions | None = None, *,
     from searchsvc.core import StudyState
     from searchsvc.driver.preflight import run_preflight
     from searchsvc.driver.session import ray_session
-    from searchsvc.provenance import code_path, launch_of
+    from searchsvc.provenance import code_path, launch_of, objective_paths_of
     from searchsvc.searchers import create_searcher
 
     options = options or RunOptions()
@@ -213,9 +217,10 @@ def resume(name: str, store: Store, options: RunOptions | None = None, *,
              and not store.get_trials(name))
     if not (preflight and fresh):
         return _run_and_report(study, store, options, spec, searcher)
-    code = code_path(study)
-    with ray_session(spec, options, code):
-        checked = run_preflight(spec, searcher=searcher, code=code, launch=launch_of(study))
+    code, paths = code_path(study), objective_paths_of(study)
+    with ray_session(spec, options, code=code, search_paths=paths):
+        checked = run_preflight(spec, searcher=searcher, search_paths=paths, code=code,
+                                launch=launch_of(study))
         if on_preflight is not None:
             on_preflight(checked)
         failed = {} if checked.ok else {"state": StudyState.FAILED}
@@ -457,9 +462,10 @@ def keras_starter_study(objective: str) -> str:
     """A starter study file from the hyperparameters the KerasTuner hypermodel ``objective``
     ("module:build") registers when built once with default values (``spaces infer``)."""
     from searchsvc.backends.keras import starter_study
-    from searchsvc.worker.objective import resolve_objective, search_paths_for
+    from searchsvc.provenance import objective_paths
+    from searchsvc.worker.objective import resolve_objective
 
-    return starter_study(objective, resolve_objective(objective, search_paths_for(None)))
+    return starter_study(objective, resolve_objective(objective, objective_paths(None)))
 
 
 
@@ -487,9 +493,10 @@ def warm_up() -> None:
 _EXPORTED = {
     "summary": "searchsvc.analysis.summary:summarize",  # a study's counts and best trials
     "comparison_json": "searchsvc.report.data:comparison_data",  # report.json's comparison
-    "progress_plot": "searchsvc.report.plotdata:progress_plot",  # None before any value
-    "progress_figure": "searchsvc.report.figures:progress_figure",  # drawn as the report does
-    "campaign_plot": "searchsvc.report.plotdata:campaign_plot",  # the best per round
+    "progress_plot": "searchsvc.report.charts.progress:progress_plot",  # None before any value
+    "progress_figure": "searchsvc.report.charts.progress:progress_figure",  # its Plotly figure
+    "campaign_plot": "searchsvc.report.charts.campaign:campaign_plot",  # the best per round
+    "campaign_figure": "searchsvc.report.charts.campaign:campaign_figure",  # its Plotly figure
     "trial_telemetry": "searchsvc.analysis.telemetry:trial_telemetry",  # a trial's steps'
     "campaign_name": "searchsvc.analysis.campaign:campaign_name",  # its own name in none
     "campaign_from_json": "searchsvc.analysis.campaign:Campaign.from_dict",  # as_dict's
@@ -504,10 +511,11 @@ if TYPE_CHECKING:
     from searchsvc.analysis.summary import summarize as summary  # noqa: F401
     from searchsvc.analysis.telemetry import trial_telemetry as trial_telemetry
     from searchsvc.backends import backend_names as backend_names
+    from searchsvc.report.charts.campaign import campaign_figure as campaign_figure
+    from searchsvc.report.charts.campaign import campaign_plot as campaign_plot
+    from searchsvc.report.charts.progress import progress_figure as progress_figure
+    from searchsvc.report.charts.progress import progress_plot as progress_plot
     from searchsvc.report.data import comparison_data as comparison_json  # noqa: F401
-    from searchsvc.report.figures import progress_figure as progress_figure
-    from searchsvc.report.plotdata import campaign_plot as campaign_plot
-    from searchsvc.report.plotdata import progress_plot as progress_plot
     from searchsvc.worker.objective import give_objective as give_objective
     from searchsvc.worker.objective import objective_ref as objective_ref
 

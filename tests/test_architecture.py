@@ -173,6 +173,106 @@ def test_the_module_graph_sees_lazy_imports_and_names_read_from_a_package() -> N
     assert cycles(found) == [["searchsvc.store", "searchsvc.store.sql"]]
 
 
+# What the report's sections and charts share; each one's own code is in its own module.
+REPORT_SHARED = ("searchsvc.report.plotdata", "searchsvc.report.figures",
+                 "searchsvc.report.plots")
+REPORT_OWNERS = ("searchsvc.report.sections.", "searchsvc.report.charts.")
+
+
+def is_report_owner(name: str) -> bool:
+    """A section's or a chart's own module (not the packages, nor the Section contract)."""
+    return name.startswith(REPORT_OWNERS) and name != "searchsvc.report.sections.base"
+
+
+def top_level_names(tree: ast.Module) -> dict[str, ast.stmt]:
+    """The functions, classes and names a module defines at its top level, with their node."""
+    found: dict[str, ast.stmt] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found[node.name] = node
+        elif isinstance(node, ast.Assign):
+            found.update((t.id, node) for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            found[node.target.id] = node
+    return found
+
+
+def reads_name_of(module: Module, shared: str, name: str) -> bool:
+    """Whether ``module`` reads ``name`` of the module ``shared`` (at any depth, type-checking
+    imports too): ``from shared import name``, or ``shared`` imported whole and ``.name``
+    read."""
+    whole = False
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.ImportFrom):
+            alone = Module(module.name, ast.Module(body=[node], type_ignores=[]))
+            base = next(found for found, _ in imports(alone))
+            if base == shared and any(a.name == name for a in node.names):
+                return True
+            whole |= any(f"{base}.{a.name}" == shared for a in node.names)
+        elif isinstance(node, ast.Import):
+            whole |= any(a.name == shared for a in node.names)
+    return whole and any(isinstance(n, ast.Attribute) and n.attr == name
+                         for n in ast.walk(module.tree))
+
+
+def section_code_in_shared_modules(modules: list[Module]) -> list[str]:
+    """Each top-level name of ``REPORT_SHARED`` that is not shared: read by one section's or
+    chart's module alone (that module's own code, to be moved there), or by no module at all
+    (left behind). Shared is: read by two or more other modules of the package, or by one
+    that is not a section's or chart's own (the report's machinery: ``html``, ``writer``,
+    ``sections/__init__``, another shared module), or by the module's own other
+    definitions."""
+    found = []
+    for shared in (m for m in modules if m.name in REPORT_SHARED):
+        defined = top_level_names(shared.tree)
+        for name, definition in defined.items():
+            inside = any(isinstance(n, ast.Name) and n.id == name
+                         for node in shared.tree.body if node is not definition
+                         for n in ast.walk(node))
+            users = [m.name for m in modules
+                     if m is not shared and reads_name_of(m, shared.name, name)]
+            if inside or len(users) > 1 or any(not is_report_owner(u) for u in users):
+                continue
+            found.append(f"{shared.name}.{name} is read by {users[0]} alone: move it there"
+                         if users else f"{shared.name}.{name} is read by no module")
+    return found
+
+
+def test_the_shared_report_modules_hold_no_sections_own_code() -> None:
+    """Each report section (``report/sections/<name>.py``) and chart (``report/charts/``) is
+    one module: its plot data, Plotly figures and PNGs. ``plotdata.py``, ``figures.py`` and
+    ``plots.py`` keep only what is shared: no top-level name of theirs is read by exactly one
+    section or chart module and nowhere else (nor by nothing). Tests and benchmarks do not
+    count as readers: a name one section uses belongs in that section even when a test
+    imports it."""
+    found = section_code_in_shared_modules(MODULES)
+    assert not found, "\n".join(found)
+
+
+def test_the_shared_module_check_finds_a_sections_code_and_a_left_over() -> None:
+    def module(name: str, source: str) -> Module:
+        return Module(name, ast.parse(source))
+
+    found = section_code_in_shared_modules([
+        module("searchsvc.report.plotdata",
+               "SEED = 0\nclass Series: ...\nclass IsoPlot: ...\n"
+               "def iso_plots():\n    return IsoPlot(), SEED\ndef left_over(): ...\n"),
+        module("searchsvc.report.figures",
+               "from searchsvc.report import plotdata\ndef draw(s: plotdata.Series): ...\n"),
+        module("searchsvc.report.html", "def render():\n"
+                                        "    from searchsvc.report.plotdata import SEED\n"),
+        module("searchsvc.report.sections.isolation",
+               "from searchsvc.report.plotdata import Series, iso_plots\n"
+               "from searchsvc.report.figures import draw\n"),
+        module("searchsvc.report.charts.progress", "from ..plotdata import Series\n"
+                                                   "from searchsvc.report import figures\n"
+                                                   "figures.draw(Series())\n"),
+    ])
+    assert found == ["searchsvc.report.plotdata.iso_plots is read by "
+                     "searchsvc.report.sections.isolation alone: move it there",
+                     "searchsvc.report.plotdata.left_over is read by no module"]
+
+
 # part -> what it must never import (a sub-package, or a third-party top-level module)
 FORBIDDEN = {
     "core": {"spec", "store", "searchers", "analysis", "report", "driver", "worker", "service",
@@ -448,3 +548,26 @@ def test_no_driver_module_outgrows_one_job() -> None:
     long = {path.name: n for path in sorted((PACKAGE / "driver").glob("*.py"))
             if (n := len(path.read_text().splitlines())) > DRIVER_MODULE_LINES}
     assert long == {}, f"split by job: {long}"
+
+
+def name_users(name: str) -> list[str]:
+    """The modules that read ``name`` (as a plain name or an attribute), its definer aside."""
+    return sorted(m.name for m in MODULES
+                  if any((isinstance(n, ast.Name) and n.id == name)
+                         or (isinstance(n, ast.Attribute) and n.attr == name)
+                         or (isinstance(n, ast.alias) and n.name == name)
+                         for n in ast.walk(m.tree)))
+
+
+def test_a_studys_objective_paths_have_one_rule() -> None:
+    # Where an objective is imported from (its code, its file's folder, its launch folder) is
+    # decided by provenance.objective_paths; a use case computes it once and hands it down, so
+    # preflight, the Ray session and the run cannot disagree.
+    assert name_users("search_paths_for") == ["searchsvc.provenance"]
+    assert "searchsvc.driver.session" not in name_users("objective_paths")
+    assert "searchsvc.driver.preflight" not in name_users("objective_paths")
+
+
+def test_the_name_user_finder_sees_imports_and_attributes() -> None:
+    users = name_users("objective_paths_of")
+    assert "searchsvc.driver.run" in users and "searchsvc.usecases" in users

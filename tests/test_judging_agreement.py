@@ -253,7 +253,7 @@ def test_the_mlflow_parent_run_has_the_same_best_and_counts(store: Store, tmp_pa
 
 
 def test_the_ui_progress_plot_ends_at_the_study_best(store: Store) -> None:
-    from searchsvc.report.plotdata import progress_plot
+    from searchsvc.report.charts.progress import progress_plot
 
     plot = progress_plot(store.get_study(NAME), store.get_trials(NAME))
     assert plot is not None and plot.metric == "loss"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,6 @@ from searchsvc.searchers.repeats import planned_repeats, repeat_settings
 from searchsvc.searchers.space import trial_seed
 from searchsvc.spec import StudySpec
 from searchsvc.worker.context import META_KEY
-from searchsvc.worker.objective import search_paths_for
 
 PREFLIGHT_TIMEOUT_S = 600.0
 
@@ -96,13 +96,15 @@ def _not_run_because(spec: StudySpec, backend: Any) -> str | None:
     return None
 
 
-def run_preflight(spec: StudySpec, *, searcher: Searcher, code: str | None = None,
-                  launch: str | None = None,
+def run_preflight(spec: StudySpec, *, searcher: Searcher, search_paths: Sequence[str],
+                  code: str | None = None, launch: str | None = None,
                   timeout_s: float = PREFLIGHT_TIMEOUT_S) -> PreflightResult:
     """Run preflight in the Ray session this process has (the caller opens it, e.g. with the
     run's own session so Ray starts once), as the study's trials will run: ``searcher``, the
     study's (made by the use case; preflight only reads its trial count and schedule for the
-    estimate); ``code``, its uploaded code bundle; ``launch``, the folder it is launched from
+    estimate); ``search_paths``, where its objective is imported from
+    (provenance.objective_paths, as the use case computed them); ``code``, its uploaded code
+    bundle; ``launch``, the folder it is launched from
     (default: this process's, unless it has ``code``: see provenance.launch_folder). Raises
     nothing for a failed check: the result's ``issues`` say what failed
     (:func:`raise_if_failed`)."""
@@ -118,8 +120,7 @@ def run_preflight(spec: StudySpec, *, searcher: Searcher, code: str | None = Non
         return PreflightResult(config, 0, (Check("runs", None, why),), (), None, None,
                                time.monotonic() - started)
     launch = launch_folder(code, launch)
-    paths = search_paths_for(spec.source.file, code, launch)
-    settings = trial_settings(spec, search_paths=paths, launch=launch)
+    settings = trial_settings(spec, search_paths=search_paths, launch=launch)
     meta = {"number": 0, "seed": trial_seed(spec.seed, 0), "preflight": True}
     probe = _probe_workers if spec.resources.data_parallel else _probe_process
     found = probe(spec, {**config, META_KEY: meta}, settings, steps, timeout_s)

@@ -32,7 +32,7 @@ from searchsvc.driver.study import claim, create_study, driver_info, results_dir
 from searchsvc.driver.tune_run import fit
 from searchsvc.driver.warm_start import observation, warm_start
 from searchsvc.options import RunOptions
-from searchsvc.provenance import code_path, launch_of
+from searchsvc.provenance import code_path, objective_paths_of
 from searchsvc.searchers import Observation, Searcher
 from searchsvc.searchers.base import Proposal
 from searchsvc.searchers.repeats import (
@@ -44,7 +44,6 @@ from searchsvc.searchers.repeats import (
 from searchsvc.spec import Noise, StudySpec, spec_of
 from searchsvc.store import Store
 from searchsvc.tracking import Tracker, Trackers, open_trackers
-from searchsvc.worker.objective import search_paths_for
 
 if TYPE_CHECKING:
     from searchsvc.driver.tune_search import Stage
@@ -169,7 +168,7 @@ def _plan(name: str, store: Store, options: RunOptions, spec: StudySpec | None,
     return _Run(store, options, spec, searcher, study, trials,
                 {t.number for t in trials if t.finished}, backend, noise, history, progress,
                 _start_tracking(spec, study, trials, progress, trackers), trackers is None,
-                tuple(search_paths_for(study.spec_file, code_path(study), launch_of(study))))
+                objective_paths_of(study))
 
 
 def _execute(run: _Run) -> None:
@@ -182,13 +181,15 @@ def _execute(run: _Run) -> None:
         if pending and run.backend.runs_own_search:
             from searchsvc.driver.own_search import run_own_search
 
-            with ray_session(run.spec, run.options, code_path(run.study), run.search_paths):
+            with ray_session(run.spec, run.options, code=code_path(run.study),
+                             search_paths=run.search_paths):
                 run.searched_all = run_own_search(run.backend, run.spec, run.study, run.store,
                                                   run.progress, run.finished, run.search_paths)
             # no per-trial calls: the trackers catch up from the store
             run.trackers.sync(run.store.get_trials(run.name, measurements=True))
         elif needs_ray:
-            with ray_session(run.spec, run.options, code_path(run.study), run.search_paths), \
+            with ray_session(run.spec, run.options, code=code_path(run.study),
+                             search_paths=run.search_paths), \
                     run.ctrl_c.graceful():
                 _search_then_repeat(run, pending)
     except KeyboardInterrupt:

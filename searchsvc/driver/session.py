@@ -14,18 +14,18 @@ from typing import Any
 from searchsvc.errors import RunnerError
 from searchsvc.options import RunOptions
 from searchsvc.spec import StudySpec
-from searchsvc.worker.objective import module_root, search_paths_for
+from searchsvc.worker.objective import module_root
 
 
 @contextmanager
-def ray_session(spec: StudySpec, options: RunOptions, code: str | None = None,
-                search_paths: Sequence[str] | None = None) -> Iterator[None]:
+def ray_session(spec: StudySpec, options: RunOptions, *, search_paths: Sequence[str],
+                code: str | None = None) -> Iterator[None]:
     """The run's Ray session, started or attached once for preflight and the study: the Ray
     already initialised in this process as it is, else one started (embedded) or attached
     (``options.address``) for the block and shut down after it. ``code``: the study's code
     bundle, every worker's working directory (and import path); ``search_paths``: where its
-    objective is imported from (default: ``code``, beside the study file, then this process's
-    folder); attached to a cluster without ``code``, the objective's top-level package is
+    objective is imported from (provenance.objective_paths, computed once by the use case);
+    attached to a cluster without ``code``, the objective's top-level package is
     shipped to the workers from there."""
     import ray
 
@@ -45,8 +45,6 @@ def ray_session(spec: StudySpec, options: RunOptions, code: str | None = None,
                               "log_to_driver": options.verbose}
     runtime_env: dict[str, Any] = {"working_dir": code} if code else {}
     if options.address:
-        if search_paths is None:
-            search_paths = search_paths_for(spec.source.file, code)
         root = module_root(spec.objective, search_paths)
         if root is not None and code is None:
             runtime_env["py_modules"] = [str(root)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any
@@ -24,24 +24,28 @@ from searchsvc.searchers import Searcher
 from searchsvc.searchers.repeats import planned_repeats, repeat_settings
 from searchsvc.spec import StudySpec
 from searchsvc.store import Store, searchsvc_home
-from searchsvc.worker.objective import locate_objective, resolve_objective, search_paths_for
+from searchsvc.worker.objective import locate_objective, resolve_objective
 
 
 def create_study(spec: StudySpec, store: Store, options: RunOptions, *, searcher: Searcher,
                  overwrite: bool = False, owner: str | None = None,
                  code: CodeBundle | None = None, import_objective: bool = True,
-                 extra_provenance: Mapping[str, Any] | None = None) -> StudyRecord:
+                 extra_provenance: Mapping[str, Any] | None = None,
+                 search_paths: Sequence[str] | None = None) -> StudyRecord:
     """Record a new study (``overwrite`` deletes an existing one of the same name first;
     ``extra_provenance``: more to record, e.g. its place in a campaign;
     ``owner``: the service user it belongs to; ``code``: the uploaded code its objective comes
     from). The objective is imported to check it when ``import_objective`` (the CLI, which runs
     it next anyway); otherwise, and always for uploaded code, its module is only located: the
     service's API process never runs user code. ``searcher``: the study's (the use case made
-    it from ``spec``, once): its trial count is recorded."""
+    it from ``spec``, once): its trial count is recorded. ``search_paths``: where the
+    objective is imported from, as the use case computed them (default:
+    provenance.objective_paths of the study file, launched from here)."""
     in_bundle = code is not None and module_in_bundle(code.path,
                                                       CallableRef.parse(spec.objective).module)
     if not in_bundle:
-        paths = search_paths_for(spec.source.file)
+        paths = (provenance.objective_paths(spec.source.file) if search_paths is None
+                 else search_paths)
         if import_objective:
             resolve_objective(spec.objective, paths)
         else:

@@ -295,34 +295,30 @@ def _short_node(node: str | None) -> str:
 
 
 def _progress_plot(study: StudyRecord, trials: Sequence[TrialRecord]) -> str | None:
-    """A Plotly div of the report's progress plot (its data from report/plotdata.py, drawn by
-    report/figures.py): each finished trial's best metric in the order trials finished, and
-    the study's best so far; None before any trial has a value."""
-    import plotly.io as pio
-
+    """A Plotly div of the study's progress chart (report/charts/progress.py: its data and
+    figure): each finished trial's best metric in the order trials finished, and the study's
+    best so far; None before any trial has a value."""
     plot = usecases.progress_plot(study, trials)
     if plot is None:
         return None
-    return pio.to_html(usecases.progress_figure(plot), full_html=False, include_plotlyjs=False,
-                       div_id="progress-plot", config={"displaylogo": False})
+    return _plot_div(usecases.progress_figure(plot), "progress-plot")
 
 
 def _campaign_plot(found: "usecases.Campaign") -> str | None:
-    """A Plotly div of the campaign's plot data (report/plotdata.py, as the docs' figure):
-    the best per round with its seed noise; None before any round has a value."""
-    import plotly.graph_objects as go
-    import plotly.io as pio
-
+    """A Plotly div of the campaign's chart (report/charts/campaign.py: its data and figure,
+    as the docs' figure): the best per round with its seed noise; None before any round has a
+    value."""
     plot = usecases.campaign_plot(found)
     if plot is None:
         return None
-    fig = go.Figure()
-    fig.add_scatter(x=plot.rounds, y=plot.best, mode="lines+markers+text", text=plot.labels,
-                    textposition="top right", error_y=dict(type="data", array=plot.noise),
-                    name=plot.y_label, line=dict(color="#1f5fa8", width=2))
-    fig.update_layout(template="plotly_white", height=300, margin=dict(l=60, r=20, t=30, b=40),
-                      xaxis=dict(title=plot.x_label, dtick=1), yaxis_title=plot.y_label)
-    return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id="campaign-plot",
+    return _plot_div(usecases.campaign_figure(plot), "campaign-plot")
+
+
+def _plot_div(fig: Any, div_id: str) -> str:
+    """``fig`` as a div of the page (plotly.js is loaded once, by the page's template)."""
+    import plotly.io as pio
+
+    return pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id,
                        config={"displaylogo": False})
 
 

@@ -19,7 +19,7 @@ from searchsvc.analysis.replay import (
 )
 from searchsvc.core import Measurement, TrialRecord, TrialState
 from searchsvc.core.curve import Curve
-from searchsvc.report.plotdata import replay_plot
+from searchsvc.report.sections.replay import replay_plot
 from searchsvc.spec import StudySpec, parse_spec
 
 STEP_SECONDS = 36.0  # 0.01 hours a step

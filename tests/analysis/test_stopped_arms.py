@@ -31,9 +31,8 @@ from searchsvc.core.judging import (
     full_budget_trials,
     reached_full_budget,
 )
-from searchsvc.report.plotdata import isolation_plots
 from searchsvc.report.sections import FigureView, ReportContext
-from searchsvc.report.sections.isolation import IsolationSection
+from searchsvc.report.sections.isolation import IsolationSection, isolation_plots
 from searchsvc.spec import StudySpec, parse_spec
 
 MAX_STEPS = 9

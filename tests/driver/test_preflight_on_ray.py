@@ -16,6 +16,7 @@ from searchsvc import usecases
 from searchsvc.cli import main
 from searchsvc.driver import RunOptions
 from searchsvc.driver.preflight import PreflightError, PreflightResult, run_preflight
+from searchsvc.provenance import objective_paths
 from searchsvc.searchers import create_searcher
 from searchsvc.store import open_store
 from searchsvc.usecases import validate as validate_file
@@ -26,7 +27,8 @@ pytestmark = pytest.mark.slow
 def preflight_file(path: Path) -> PreflightResult:
     """Preflight of the study file at ``path``, with the searcher its use case makes."""
     spec = validate_file(path)
-    return run_preflight(spec, searcher=create_searcher(spec))
+    return run_preflight(spec, searcher=create_searcher(spec),
+                         search_paths=objective_paths(spec.source.file))
 
 
 STUDY = """\

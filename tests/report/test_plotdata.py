@@ -10,7 +10,7 @@ import pytest
 
 from searchsvc.core import TrialState
 from searchsvc.core.judging import by_value
-from searchsvc.report.plotdata import MAX_POINTS, axis_plots, shown_trials, worst_edge
+from searchsvc.report.sections.axes import MAX_POINTS, axis_plots, shown_trials, worst_edge
 from tests.report.studies import make_trials, study_spec
 
 INFEASIBLE = {3, 17, 42}

@@ -11,10 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from searchsvc.report.figures import axis_figure
-from searchsvc.report.plotdata import INFEASIBLE_NAME, MAX_POINTS, AxisPlot, axis_plots
-from searchsvc.report.plots import axis_plots as write_axis_plots
-from searchsvc.report.plots import draw_axis_plot
+from searchsvc.report.sections.axes import (
+    INFEASIBLE_NAME,
+    MAX_POINTS,
+    AxisPlot,
+    axis_figure,
+    axis_plots,
+    axis_pngs,
+    draw_axis_plot,
+)
 from tests.report.studies import make_trials, study_spec
 
 Points = dict[str, list[tuple[float, float]]]
@@ -62,7 +67,7 @@ def test_both_renderers_draw_the_same_downsampled_points():
 
 def test_pngs_keep_their_file_names(tmp_path: Path):
     plots = axis_plots(study_spec("min"), make_trials(12, infeasible={2}))
-    paths = write_axis_plots(plots, tmp_path / "plots")
+    paths = axis_pngs(plots, tmp_path / "plots")
     assert [p.name for p in paths] == ["axis_width.png", "axis_learning_rate.png",
                                        "axis_dropout.png"]
     assert all(p.read_bytes().startswith(b"\x89PNG") for p in paths)

@@ -62,7 +62,7 @@ def test_a_use_case_that_is_one_lower_function_is_that_function_imported_when_as
 
     from searchsvc.analysis.campaign import Campaign
     from searchsvc.analysis.summary import summarize
-    from searchsvc.report.plotdata import progress_plot
+    from searchsvc.report.charts.progress import progress_plot
 
     assert usecases.summary is summarize and usecases.progress_plot is progress_plot
     assert usecases.campaign_from_json == Campaign.from_dict

@@ -2,9 +2,17 @@
 report.md, report.json and the report's figures are gathered from the same list.
 
 A section (:class:`Section`, its contract in its docstring) owns its plot data, its figures,
-its text in report.md and report.html and its keys of report.json. Adding one: a module
-here with its :class:`Section` subclass (and, for report.html, its fragment
-``templates/section-<key>.html``), and its entry below.
+its text in report.md and report.html and its keys of report.json, all in its one module
+here: its :class:`Section` subclass, its plot dataclasses and the functions computing them,
+its Plotly figures and its matplotlib PNGs (``axes.py``: ``AxisPlot``, ``axis_plots``,
+``axis_figure``, ``axis_pngs``). Only what several sections share is elsewhere:
+``plotdata.py`` (``Series``, ``CurvePlot``, seeded downsampling, ``ReportPlots``),
+``figures.py`` (``LAYOUT``, ``curve_figure``) and ``plots.py`` (a bare matplotlib figure),
+which import no section. Charts that are no section (the web UI's progress and campaign
+charts) are modules of :mod:`searchsvc.report.charts`, made the same way.
+
+Adding a section: a module here with its :class:`Section` subclass (and, for report.html,
+its fragment ``templates/section-<key>.html``), and its entry below.
 """
 
 from __future__ import annotations

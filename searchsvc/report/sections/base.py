@@ -3,11 +3,14 @@ subject, in every format. Its analysis is a field of :class:`StudyAnalysis` (com
 :func:`searchsvc.analysis.analyze`, since findings and the next study draw on several); the
 rest is the section's own.
 
-Plot data is computed apart from drawing (as Optuna's ``_get_*_info`` functions are): the
-section's :meth:`Section.plots` returns small frozen dataclasses from
-:mod:`searchsvc.report.plotdata`, and both renderers draw those same values, Plotly for
-report.html (:meth:`Section.figures`, with :mod:`searchsvc.report.figures`) and matplotlib
-for report.md's PNGs (:meth:`Section.images`, with :mod:`searchsvc.report.plots`).
+A section is one module (as each of Optuna's ``visualization/_<plot>.py`` is): its plot
+data is computed apart from drawing (as Optuna's ``_get_*_info`` functions are), by
+:meth:`Section.plots`, as small frozen dataclasses defined in the section's module, and both
+renderers draw those same values, Plotly for report.html (:meth:`Section.figures`) and
+matplotlib for report.md's PNGs (:meth:`Section.images`), with drawing functions of the same
+module. What several sections share (``Series``, ``CurvePlot``, the layouts, a bare
+matplotlib figure) is in :mod:`searchsvc.report.plotdata`, :mod:`searchsvc.report.figures` and
+:mod:`searchsvc.report.plots`, which import no section.
 """
 
 from __future__ import annotations
@@ -63,9 +66,9 @@ class Section(ABC):
     - ``key``: the section's id: the ``<section id>`` of report.html, the key of
       :func:`searchsvc.report.sections.report_figures` and of its fragment template
       ``templates/section-<key>.html``; ``title``: its heading.
-    - :meth:`plots`: the section's plot data (frozen dataclasses computed by functions of
-      :mod:`searchsvc.report.plotdata`), from the spec, trials and analysis only; never
-      draws. The same values feed both renderers.
+    - :meth:`plots`: the section's plot data (frozen dataclasses, computed by functions of
+      the section's module), from the spec, trials and analysis only; never draws. The same
+      values feed both renderers.
     - :meth:`figures`: those plots drawn with Plotly (``(element key, figure)`` pairs);
       :meth:`images`: drawn with matplotlib as PNG files for report.md.
     - :meth:`data`: the section's keys of report.json (plain, JSON-ready data).

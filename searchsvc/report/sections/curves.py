@@ -3,13 +3,15 @@ unstable, ...) and their seed repeats' noise band."""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from searchsvc.analysis import StudyAnalysis
-from searchsvc.core import StudyRecord, TrialRecord
-from searchsvc.report.plotdata import curve_plot
+from searchsvc.core import Curve, StudyRecord, TrialRecord
+from searchsvc.report.figures import curve_figure
+from searchsvc.report.plotdata import CurveLine, CurvePlot
 from searchsvc.report.sections.base import ReportContext, Section
 from searchsvc.spec import StudySpec
 
@@ -29,8 +31,6 @@ class Curves(Section):
         return () if plot is None else (plot,)
 
     def figures(self, plots: Sequence[Any]) -> list[tuple[str, go.Figure]]:
-        from searchsvc.report.figures import curve_figure
-
         return [(p.key, curve_figure(p)) for p in plots]
 
     def data(self, study: StudyRecord, analysis: StudyAnalysis) -> dict[str, Any]:
@@ -50,3 +50,47 @@ class Curves(Section):
                 *(f"| {c.number} | {c.arm} | {c.best_step}/{c.last_step} "
                   f"({c.best_step_position}) | {', '.join(c.issues) or 'none'} |"
                   for c in curves)]
+
+
+def curve_plot(spec: StudySpec, trials: Sequence[TrialRecord],
+               analysis: StudyAnalysis) -> CurvePlot | None:
+    """The training curves of the diagnosed best trials, issues named (None: no curve)."""
+    by_number = {t.number: t for t in trials}
+    lines = []
+    for diag in analysis.curves:
+        t = by_number.get(diag.number)
+        if t is None:
+            continue
+        curve = t.curve(spec.metric)
+        if not curve:
+            continue
+        issues = ", ".join(diag.issues) or "no issue"
+        arm = f"({diag.arm})" if diag.arm else ""
+        # The diagnosed best step may be off this attempt's curve: then no marker, no error.
+        best = next(((s, v) for s, v in curve if s == diag.best_step), None)
+        repeats = [r.curve(spec.metric) for r in trials if r.repeat_of == t.number]
+        lines.append(CurveLine(
+            name=f"trial {t.number} {arm}: {issues}",
+            steps=tuple(s for s, _ in curve), values=tuple(v for _, v in curve), best=best,
+            best_text=f"trial {t.number}: best step {diag.best_step}",
+            band=noise_band([r for r in repeats if r])))
+    if not lines:
+        return None
+    return CurvePlot(key="curves", title=f"Training curves of the best trials ({spec.metric})",
+                     x_label="step", y_label=spec.metric, lines=tuple(lines))
+
+
+def noise_band(curves: Sequence[Curve]) -> tuple[tuple[int, ...], tuple[float, ...],
+                                                  tuple[float, ...]] | None:
+    """Mean -/+ one standard deviation over ``curves`` at every step all of them reached."""
+    if len(curves) < 2:
+        return None
+    steps = sorted(set.intersection(*(set(s for s, _ in c) for c in curves)))
+    lows, highs = [], []
+    for step in steps:
+        values = [c.value_at(step) for c in curves]
+        mean = statistics.fmean(v for v in values if v is not None)
+        sd = statistics.stdev(v for v in values if v is not None)
+        lows.append(mean - sd)
+        highs.append(mean + sd)
+    return (tuple(steps), tuple(lows), tuple(highs)) if steps else None
