@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import shutil
 import sys
 import tempfile
 import time
@@ -144,6 +145,8 @@ def probe(config: dict[str, Any], settings: Any, steps: int, submitted_at: float
         set_current(None)
         dimensionality.close_all()
         hook, _hook = _hook, None
+        # Whatever the objective wrote (checkpoints, logs) belongs to no trial: gone with it.
+        shutil.rmtree(scratch, ignore_errors=True)
     measured = None if "first_seconds" not in hook else {
         "overfit_losses": hook["overfit_losses"], "num_classes": hook["num_classes"],
         "error": hook["error"]}

@@ -137,6 +137,28 @@ def test_an_objective_reporting_through_ray_tune_directly(tmp_path: Path, ray_lo
     assert result.timing is not None and result.estimate is not None
 
 
+def test_what_the_objective_writes_in_preflight_is_removed_after_it(tmp_path: Path,
+                                                                     ray_local) -> None:
+    # Each run of the probe writes an output into its trial folder, as a training script
+    # saves a checkpoint, and notes where; preflight's scratch folders must not outlive it.
+    study = write(tmp_path, "pf_writes", f'''
+        from searchsvc import sdk
+
+
+        def train(config):
+            out = sdk.trial_dir() / "ckpt.pt"
+            out.write_bytes(b"weights")
+            with open({str(tmp_path / "written.txt")!r}, "a") as notes:
+                notes.write(str(out) + "\\n")
+            for step in range(1, 100):
+                sdk.report({{"val_loss": config["lr"] / step}})
+        ''')
+    assert preflight_file(study).ok
+    written = (tmp_path / "written.txt").read_text().split()
+    assert written and all(Path(w).name == "ckpt.pt" for w in written)
+    assert [w for w in written if Path(w).parent.exists()] == []
+
+
 def test_run_preflights_by_default_and_no_preflight_skips_it(tmp_path: Path, ray_local,
                                                              capsys) -> None:
     study = write(tmp_path, "pf_run", SIMPLE.format(value="config['lr'] / step"))
