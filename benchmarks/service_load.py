@@ -277,7 +277,9 @@ def main() -> None:
             database = make_url(storage).database or "searchsvc"  # others' queued studies
             storage = cleanup.enter_context(fresh_database(storage, f"{database}_load_{suffix}"))
         # Stopping it kills the server and every study driver it started.
-        server = cleanup.enter_context(running_service(tmp, storage, user=user))
+        # The service's default driver niceness, as deployed (the suite's harness runs at 0).
+        server = cleanup.enter_context(running_service(tmp, storage, user=user,
+                                                       args=("--num-cpus", "2")))
         store, token = server.store, server.token
         built = populate(store, big, user, args.trials, args.steps)
         print(f"store: {store.engine.url.render_as_string(hide_password=True)}; {big}: "

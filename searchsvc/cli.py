@@ -619,6 +619,10 @@ def serve(
     max_running: Annotated[int, typer.Option(help="Studies run at once.")] = 1,
     num_cpus: Annotated[int | None, typer.Option(
         "--num-cpus", help="CPUs of each study's embedded Ray (without --address).")] = None,
+    driver_niceness: Annotated[int | None, typer.Option(
+        min=0, max=19, help="Nice value of each study's driver and the Ray it starts (its "
+        "whole session): the API stays responsive while studies run. 0 runs them at the "
+        "service's own priority, for a machine other work keeps busy [default: 10].")] = None,
     max_trials: Annotated[int | None, typer.Option(
         help="Trials one study may ask for [default: 10000].")] = None,
     max_parameters: Annotated[int | None, typer.Option(
@@ -654,7 +658,9 @@ def serve(
         request_timeout_s=request_timeout)
     store = _store(storage, store_outage)
     scheduler = StudyScheduler(store, address=address, max_running=max_running,
-                               num_cpus=num_cpus, logs=searchsvc_home() / "service-logs")
+                               num_cpus=num_cpus, logs=searchsvc_home() / "service-logs",
+                               **({} if driver_niceness is None
+                                  else {"driver_niceness": driver_niceness}))
     api = create_app(store, config, scheduler)
     serve_app(api, host, port)
 

@@ -34,7 +34,11 @@ MAX_FAILED_LAUNCHES = 3
 
 class StudyScheduler:
     def __init__(self, store: Store, *, address: str | None = None, max_running: int = 1,
-                 num_cpus: int | None = None, logs: Path | None = None, poll_s: float = 0.5):
+                 num_cpus: int | None = None, logs: Path | None = None, poll_s: float = 0.5,
+                 driver_niceness: int = DRIVER_NICENESS):
+        if not 0 <= driver_niceness <= 19:
+            raise ValueError(f"driver niceness must be in 0..19 (got {driver_niceness})")
+        self.driver_niceness = driver_niceness
         self.store, self.address, self.max_running = store, address, max_running
         self.num_cpus, self.logs, self.poll_s = num_cpus, logs, poll_s
         self.cluster = ClusterView(address, num_cpus)  # what the studies will run on
@@ -115,7 +119,9 @@ class StudyScheduler:
         self.store.update_study(name, state=StudyState.FAILED, driver={},
                                 provenance={**study.provenance, FAILURE_KEY: failure})
 
-    def _launch(self, name: str) -> subprocess.Popen:
+    def driver_command(self, name: str) -> list[str]:
+        """The command that drives study ``name``: ``searchsvc resume`` on this scheduler's
+        store and cluster, under ``nice`` at the driver niceness (none at 0)."""
         command = [sys.executable, "-m", "searchsvc.cli", "resume", name,
                    "--storage", self.store.url]
         if self.address:
@@ -123,15 +129,20 @@ class StudyScheduler:
         if self.num_cpus:
             command += ["--num-cpus", str(self.num_cpus)]
         nice = shutil.which("nice")  # it execs the driver: same pid, same process group
-        if nice is not None:
-            command = [nice, "-n", str(DRIVER_NICENESS), *command]
+        if nice is not None and self.driver_niceness > 0:
+            command = [nice, "-n", str(self.driver_niceness), *command]
+        return command
+
+    def _launch(self, name: str) -> subprocess.Popen:
+        command = self.driver_command(name)
         log = subprocess.DEVNULL
         if self.logs is not None:
             self.logs.mkdir(parents=True, exist_ok=True)
             log = (self.logs / f"{name}.log").open("a")  # type: ignore[assignment]
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-        _lower_priority_of_session(process.pid)
+        if self.driver_niceness > 0:
+            _lower_priority_of_session(process.pid, self.driver_niceness)
         return process
 
 
@@ -144,14 +155,14 @@ def _last_line(log: Path) -> str:
     return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
 
-def _lower_priority_of_session(pid: int) -> None:
+def _lower_priority_of_session(pid: int, niceness: int) -> None:
     """Linux with autogroup scheduling (sched_autogroup_enabled) shares the CPUs fairly between
     sessions, whatever the nice values inside them: the driver's new session (its whole study)
-    gets DRIVER_NICENESS as a group, not only each of its processes."""
+    gets ``niceness`` as a group, not only each of its processes."""
     autogroup = Path(f"/proc/{pid}/autogroup")
     try:
         if autogroup.exists():
-            autogroup.write_text(f"{DRIVER_NICENESS}\n")
+            autogroup.write_text(f"{niceness}\n")
     except OSError:  # not allowed, or already gone: the study runs at the service's priority
         pass
 

@@ -67,10 +67,14 @@ def processes_naming(text: str) -> list[psutil.Process]:
 
 
 class Service:
-    """`searchsvc serve` in its own process group, and a tiny HTTP client for it."""
+    """`searchsvc serve` in its own process group, and a tiny HTTP client for it. By default
+    its drivers run at the caller's priority (``--driver-niceness 0``): beside a test suite's
+    other processes, which nothing lowers, niced drivers and their Ray get a tenth of a core
+    and time out starting."""
 
     def __init__(self, tmp: Path, storage: str | None = None, user: str = "ada", *,
-                 args: Sequence[str] = ("--num-cpus", "2"), env: Mapping[str, str] = {},
+                 args: Sequence[str] = ("--num-cpus", "2", "--driver-niceness", "0"),
+                 env: Mapping[str, str] = {},
                  pythonpath: Sequence[Path] = ()):
         self.url_db = storage or f"sqlite:///{tmp / 'service.db'}"
         self.home, self.port = tmp / "home", free_port()

@@ -5,6 +5,7 @@ was cancelled, never counts."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import time
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from searchsvc.core import StudyState
-from searchsvc.service.scheduler import MAX_FAILED_LAUNCHES, StudyScheduler
+from searchsvc.service.scheduler import DRIVER_NICENESS, MAX_FAILED_LAUNCHES, StudyScheduler
 from searchsvc.store import InMemoryStore, Store
 
 
@@ -83,3 +84,14 @@ def test_a_driver_that_ran_or_stopped_its_study_resets_the_count(tmp_path: Path)
     assert scheduler.failed_launches == {}
     study = store.get_study("fine")
     assert study.state == StudyState.INTERRUPTED and "failure" not in study.provenance
+
+
+def test_drivers_run_niced_by_default_and_at_the_services_priority_at_zero() -> None:
+    store = InMemoryStore()
+    niced = StudyScheduler(store).driver_command("s")
+    assert niced[:3] == [shutil.which("nice"), "-n", str(DRIVER_NICENESS)]
+    assert niced[3:] == StudyScheduler(store, driver_niceness=0).driver_command("s")
+    plain = StudyScheduler(store, driver_niceness=0).driver_command("s")
+    assert plain[0] == sys.executable and plain[3:6] == ["resume", "s", "--storage"]
+    with pytest.raises(ValueError, match=r"0\.\.19 \(got 20\)"):
+        StudyScheduler(store, driver_niceness=20)
