@@ -91,5 +91,6 @@ def objective_paths(spec_file: str | None, code: str | None = None,
 
 def objective_paths_of(study: StudyRecord) -> tuple[str, ...]:
     """:func:`objective_paths` of a stored study (its file, code and launch folder)."""
-    recorded = study.provenance.get("launched_from")
-    return objective_paths(study.spec_file, code_path(study), str(recorded) if recorded else None)
+    from searchsvc.worker.objective import search_paths_for
+
+    return tuple(search_paths_for(study.spec_file, code_path(study), launch_of(study)))
