@@ -19,9 +19,11 @@ trials. The recommended setting is the one that keeps the best and saves the mos
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -30,7 +32,7 @@ from searchsvc.core.curve import Curve, best_of
 from searchsvc.core.direction import direction
 from searchsvc.core.judging import ranked
 from searchsvc.core.stopping import RULE_KINDS, ArmKey, StoppingRule, arm_key
-from searchsvc.searchers.stopping import Result, decider
+from searchsvc.searchers.stopping import ByArm, Result, decider
 from searchsvc.spec import StudySpec
 
 Rule = StoppingRule  # the replay's name for a setting
@@ -156,44 +158,85 @@ def default_rules(max_steps: int) -> list[Rule]:
 # -- the replay --------------------------------------------------------------------------------
 
 def interleave(curves: Sequence[ReplayCurve], concurrency: int,
-               stopped: Mapping[int, int] | None = None) -> Iterator[Result]:
+               stopped: Mapping[int, int] | None = None,
+               relevant: Callable[[ReplayCurve], Sequence[int]] | None = None
+               ) -> Iterator[Result]:
     """The results in the order a study running ``concurrency`` trials at once would report
     them: ``curves`` start in their order, each step takes one unit of time, and a trial that
     ends (its curve, or ``stopped[number]``: the step it stops after) frees its slot for the
-    next one. Results reported at the same time come in the order their trials started."""
+    next one. Results reported at the same time come in the order their trials started.
+    ``relevant``: of each curve, only the indices it gives (its last one among them) are
+    reported, at the times they would have been: the order of those is unchanged."""
     stopped = stopped if stopped is not None else {}
     queue = list(reversed(curves))
-    running: list[tuple[int, int, int, ReplayCurve]] = []  # (time, start order, index, curve)
+    # (time, start order, position in its indices, its indices, curve)
+    running: list[tuple[int, int, int, Sequence[int], ReplayCurve]] = []
     started = 0
 
     def start(now: int) -> None:
         nonlocal started
         while queue and len(running) < max(1, concurrency):
-            heapq.heappush(running, (now + 1, started, 0, queue.pop()))
+            curve = queue.pop()
+            indices = range(len(curve.points)) if relevant is None else relevant(curve)
+            heapq.heappush(running, (now + 1 + indices[0], started, 0, indices, curve))
             started += 1
 
     start(0)
     while running:
-        now, order, index, curve = heapq.heappop(running)
+        now, order, position, indices, curve = heapq.heappop(running)
+        index = indices[position]
         step, value = curve.points[index]
         yield Result(curve.number, step, value, curve.arm)
-        if index + 1 < len(curve.points) and stopped.get(curve.number) != step:
-            heapq.heappush(running, (now + 1, order, index + 1, curve))
+        if position + 1 < len(indices) and stopped.get(curve.number) != step:
+            heapq.heappush(running, (now + indices[position + 1] - index, order, position + 1,
+                                     indices, curve))
         else:
             start(now)
 
 
+def one_grid(curves: Sequence[ReplayCurve]) -> bool:
+    """Whether every curve's steps are a prefix of the longest curve's."""
+    steps = [step for step, _ in max((c.points for c in curves), key=len, default=())]
+    return all([step for step, _ in c.points] == steps[:len(c.points)] for c in curves)
+
+
 def replay_rule(rule: Rule, curves: Sequence[ReplayCurve], max_steps: int, mode: str,
-                concurrency: int = 1, seed: int = 0) -> dict[int, int]:
+                concurrency: int = 1, seed: int = 0, *, grid: bool | None = None
+                ) -> dict[int, int]:
     """Trial number -> the step after which ``rule`` stops it, over ``curves`` run with
     ``concurrency`` trials at once (stopped trials free their slot earlier); ``seed``: the
-    study's, which draws Hyperband brackets."""
+    study's, which draws Hyperband brackets. Only the results that can matter to the rule
+    are judged (``Decider.relevant``): a rung rule looks at a few steps of each curve. Curves
+    on one grid (``grid``; None: :func:`one_grid` finds out) are judged trial by trial
+    (:func:`_judge_in_start_order`), others as :func:`interleave` orders them."""
     decide = decider(rule, max_steps, mode, seed)
     stopped: dict[int, int] = {}
-    for result in interleave(curves, concurrency, stopped):
+    if one_grid(curves) if grid is None else grid:
+        _judge_in_start_order(decide, curves, stopped)
+        return stopped
+    results = interleave(curves, concurrency, stopped,
+                         lambda c: decide.relevant(c.number, c.arm, c.points))
+    for result in results:
         if decide.judge(result) is not None:
             stopped[result.number] = result.step
     return stopped
+
+
+def _judge_in_start_order(decide: ByArm, curves: Sequence[ReplayCurve],
+                          stopped: dict[int, int]) -> None:
+    """Judge the results of :func:`interleave` trial after trial, in the order the trials
+    start (each up to its stop), recording stops in ``stopped``. Where every curve's steps are
+    a prefix of one sequence (:func:`one_grid`), each trial reports each step after every
+    trial that started before it, so a rule that compares trials at the same step (the rungs,
+    the per-step statistics) decides the same on this order, at any concurrency."""
+    for curve in curves:
+        number, arm, points = curve.number, curve.arm, curve.points
+        judge = decide.of(arm).judge
+        for index in decide.relevant(number, arm, points):
+            step, value = points[index]
+            if judge(Result(number, step, value, arm)) is not None:
+                stopped[number] = step
+                break
 
 
 def replay_curves(trials: Sequence[TrialRecord], metric: str,
@@ -260,9 +303,12 @@ def replay_study(trials: Sequence[TrialRecord], metric: str, mode: str, max_step
         noise, noise_method = proxy_noise(curves, finals, mode), NOISE_PROXY
     chosen = [replace(r, per_arm=per_arm) for r in
               (rules if rules is not None else default_rules(max_steps)) if r.kind in kinds]
+    totals, grid = _Totals.of(curves, mode), one_grid(curves)
+    rhos = {g: rank_correlation(curves, finals, g) for g in {r.grace_period for r in chosen}}
     settings = tuple(
-        _setting(rule, replay_rule(rule, curves, max_steps, mode, concurrency, seed), curves,
-                 top, finals, mode, gpu_per_trial, noise)
+        _setting(rule, replay_rule(rule, curves, max_steps, mode, concurrency, seed, grid=grid),
+                 curves,
+                 totals, top, mode, gpu_per_trial, noise, rhos[rule.grace_period])
         for rule in chosen)
     recommended, reason = recommend(settings, top, curves, finals, mode,
                                     noise=noise, noise_method=noise_method)
@@ -292,30 +338,60 @@ def _arm_text(arm: ArmKey) -> str:
     return ", ".join(f"{name}={value}" for name, value in arm) or "study"
 
 
+@dataclass(frozen=True)
+class _Totals:
+    """What every setting's outcome is read from, computed once per replay: each curve's steps,
+    and up to each of its points the best value so far (the earliest on ties) and the working
+    hours so far (None: some step has no telemetry)."""
+
+    steps: dict[int, list[int]]
+    best: dict[int, list[float]]
+    hours: dict[int, list[float]] | None
+
+    @classmethod
+    def of(cls, curves: Sequence[ReplayCurve], mode: str) -> _Totals:
+        loss = direction(mode).loss
+        timed = all(c.step_hours and all(s in c.step_hours for s, _ in c.points)
+                    for c in curves)
+        best: dict[int, list[float]] = {}
+        for c in curves:
+            running, found = [], c.points[0][1]
+            for _, v in c.points:
+                found = v if loss(v) < loss(found) else found
+                running.append(found)
+            best[c.number] = running
+        return cls({c.number: [s for s, _ in c.points] for c in curves}, best,
+                   {c.number: list(itertools.accumulate(c.step_hours[s] for s, _ in c.points))
+                    for c in curves} if timed else None)
+
+    def ran(self, number: int, stopped: Mapping[int, int]) -> int:
+        """How many of the curve's points a trial stopped after ``stopped[number]`` ran."""
+        steps = self.steps[number]
+        stop = stopped.get(number)
+        return len(steps) if stop is None else bisect.bisect_right(steps, stop)
+
+
 def _setting(rule: Rule, stopped: Mapping[int, int], curves: Sequence[ReplayCurve],
-             top: Sequence[int], finals: Mapping[int, float], mode: str,
-             gpu_per_trial: float, noise: float | None) -> SettingReplay:
-    ran = {c.number: [p for p in c.points if p[0] <= stopped.get(c.number, p[0])]
-           for c in curves}
-    timed = all(c.step_hours and all(s in c.step_hours for s, _ in c.points) for c in curves)
-    hours_total = sum(sum(c.step_hours.values()) for c in curves) if timed else None
-    hours_run = (sum(c.step_hours[s] for c in curves for s, _ in ran[c.number]) if timed
-                 else None)
+             totals: _Totals, top: Sequence[int], mode: str, gpu_per_trial: float,
+             noise: float | None, rho: float | None) -> SettingReplay:
     loss = direction(mode).loss
-    best = min((v for points in ran.values() for _, v in points), key=loss, default=None)
-    shortfall = {}
+    ran = {c.number: totals.ran(c.number, stopped) for c in curves}
+    hours = totals.hours
+    shortfall, best = {}, None
     for arm in sorted({c.arm for c in curves}):
         mine = [c for c in curves if c.arm == arm]
-        full = min(loss(v) for c in mine for _, v in c.points)
-        kept = min(loss(v) for c in mine for _, v in ran[c.number])
-        shortfall[_arm_text(arm)] = max(0.0, kept - full)
+        full = min(loss(totals.best[c.number][-1]) for c in mine)
+        kept = [totals.best[c.number][ran[c.number] - 1] for c in mine if ran[c.number]]
+        arm_best = min(kept, key=loss)
+        best = arm_best if best is None or loss(arm_best) < loss(best) else best
+        shortfall[_arm_text(arm)] = max(0.0, loss(arm_best) - full)
     keeps = (all(v == 0 for v in shortfall.values()) if noise is None
              else all(v <= noise for v in shortfall.values()))
     return SettingReplay(
-        rule, dict(stopped), sum(len(c.points) for c in curves),
-        sum(len(p) for p in ran.values()), hours_total, hours_run, gpu_per_trial,
-        {n: n not in stopped for n in top}, best,
-        rank_correlation(curves, finals, rule.grace_period), shortfall, keeps)
+        rule, dict(stopped), sum(len(c.points) for c in curves), sum(ran.values()),
+        sum(h[-1] for h in hours.values()) if hours is not None else None,
+        (sum(hours[n][k - 1] for n, k in ran.items() if k) if hours is not None else None),
+        gpu_per_trial, {n: n not in stopped for n in top}, best, rho, shortfall, keeps)
 
 
 def rank_correlation(curves: Sequence[ReplayCurve], finals: Mapping[int, float],

@@ -5,6 +5,7 @@ descriptions; the runner maps them to Ray Tune schedulers.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,10 +54,28 @@ class HyperbandSchedule:
         likelier), but seeded by the trial number so a resumed study assigns the same ones."""
         if self.brackets == 1:
             return 0  # ASHA: the one bracket, with no draw to make
-        sizes = np.array([len(self.milestones(b)) for b in range(self.brackets)], dtype=float)
-        weights = np.exp(sizes - sizes.max())
-        rng = np.random.default_rng([self.seed, number, 7])
-        return int(rng.choice(self.brackets, p=weights / weights.sum()))
+        sizes = tuple(len(self.milestones(b)) for b in range(self.brackets))
+        # numpy's Generator.choice(brackets, p=weights), step by step: the one uniform draw a
+        # trial number gives is shared by every schedule, which the replay asks by the thousand
+        return int(np.searchsorted(_bracket_cdf(sizes), _trial_uniform(self.seed, number),
+                                   side="right"))
+
+
+@functools.lru_cache(maxsize=64)
+def _bracket_cdf(sizes: tuple[int, ...]) -> np.ndarray:
+    """The cumulative bracket probabilities ``Generator.choice`` searches, for brackets of
+    ``sizes`` rungs (weights ``exp(size - max)``)."""
+    array = np.array(sizes, dtype=float)
+    weights = np.exp(array - array.max())
+    cdf = (weights / weights.sum()).cumsum()
+    cdf /= cdf[-1]
+    return cdf
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _trial_uniform(seed: int, number: int) -> float:
+    """The uniform draw behind trial ``number``'s bracket."""
+    return float(np.random.default_rng([seed, number, 7]).random())
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,9 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
+
+from sortedcontainers import SortedList
 
 from searchsvc.core.direction import direction
 from searchsvc.core.stopping import ArmKey, StoppingRule
@@ -31,9 +33,8 @@ from searchsvc.searchers.schedule import HyperbandSchedule
 MIN_SAMPLES = 3  # median/percentile: earlier trials of the arm needed at a step before any stop
 
 
-@dataclass(frozen=True)
-class Result:
-    """One reported step, as a scheduler sees it."""
+class Result(NamedTuple):
+    """One reported step, as a scheduler sees it (a named tuple: the replay makes millions)."""
 
     number: int
     step: int
@@ -64,6 +65,11 @@ class Decider(Protocol):
         """Record a trial of an earlier run as it ran (its finite ``(step, value)`` points), so
         that a resumed study's trials meet the cutoffs its earlier trials set."""
 
+    def relevant(self, number: int, points: Sequence[tuple[int, float]]) -> Sequence[int]:
+        """The indices of a new trial's ``points`` whose results can change this decider's
+        state or stop the trial, its last point included: judging only these, in the order
+        they arrive, decides exactly as judging every point does (the replay skips the rest)."""
+
 
 def rung_schedule(rule: StoppingRule, max_steps: int, seed: int = 0) -> HyperbandSchedule:
     """The rungs and brackets of a rung rule (``asha``: one bracket; ``hyperband``: its
@@ -79,15 +85,16 @@ def rung_schedule(rule: StoppingRule, max_steps: int, seed: int = 0) -> Hyperban
 class _Rungs:
     """One bracket: rungs (highest first) with each trial's reward recorded at each (higher is
     better), and, for a quota, the trials that went on from each. Each rung also keeps its
-    rewards sorted, so a cutoff costs one insertion rather than a pass over the rung."""
+    rewards sorted, so a cutoff costs one insertion (O(log n)) rather than a pass over the rung."""
 
     def __init__(self, milestones: Sequence[int], reduction_factor: float, max_steps: int,
                  quota: bool):
         self.rungs: list[tuple[int, dict[int, float]]] = [
             (m, {}) for m in sorted(milestones, reverse=True)]
-        self.ordered: dict[int, list[float]] = {m: [] for m in milestones}  # NaN left out
+        self.ordered: dict[int, SortedList] = {m: SortedList() for m in milestones}  # no NaN
         self.rf, self.max_steps, self.quota = reduction_factor, max_steps, quota
         self.promoted: dict[int, set[int]] = {m: set() for m in milestones}
+        self.milestones = sorted(milestones)
 
     def cutoff(self, milestone: int, recorded: dict[int, float]) -> float | None:
         """Ray's ``np.nanpercentile`` of the rung's rewards at ``1 - 1/rf`` (NaN: every
@@ -101,7 +108,7 @@ class _Rungs:
                reward: float) -> None:
         recorded[number] = reward
         if not math.isnan(reward):
-            bisect.insort(self.ordered[milestone], reward)
+            self.ordered[milestone].add(reward)
 
     def on_result(self, number: int, step: int, reward: float) -> tuple[int, float | None, str
                                                                          ] | None:
@@ -163,6 +170,23 @@ class RungRule:
         bracket = self.brackets[self.bracket_of(number)]
         bracket.restore(number, [(s, self.sign * v) for s, v in points])
 
+    def relevant(self, number: int, points: Sequence[tuple[int, float]]) -> Sequence[int]:
+        """A result only counts where it records the trial at a rung: at the highest rung at or
+        below its step that the trial has not reached before (as ``_Rungs.on_result`` records
+        it), below the full budget."""
+        pending = list(self.brackets[self.bracket_of(number)].milestones)  # ascending
+        found = []
+        for index, (step, _) in enumerate(points):
+            if step >= self.schedule.max_steps or not pending:
+                break
+            reached = bisect.bisect_right(pending, step)
+            if reached:
+                del pending[reached - 1]
+                found.append(index)
+        if points and (not found or found[-1] != len(points) - 1):
+            found.append(len(points) - 1)
+        return found
+
 
 @functools.lru_cache(maxsize=1 << 16)
 def _bracket_for(schedule: HyperbandSchedule, number: int) -> int:
@@ -176,33 +200,42 @@ def _bracket_for(schedule: HyperbandSchedule, number: int) -> int:
 class PercentileRule:
     """The median rule (running means, ``keep`` 0.5) or the percentile rule (values at the
     step), judged on the trial's best value so far. Losses throughout (lower is better); each
-    step's earlier statistics are kept sorted, so a judgement costs one insertion."""
+    step's earlier statistics are kept sorted, so a judgement costs one insertion (O(log n))."""
 
     def __init__(self, rule: StoppingRule, mode: str):
         self.rule, self.dir = rule, direction(mode)
+        self.sign, self.median = self.dir.sign, rule.kind == "median"
         self.keep = rule.kept_share
         self.best: dict[int, float] = {}  # trial -> best loss so far
         self.sums: dict[int, tuple[float, int]] = {}  # trial -> (sum of losses, count)
-        self.at_step: dict[int, list[float]] = {}  # step -> earlier trials' statistics, sorted
+        self.at_step: dict[int, SortedList] = {}  # step -> earlier trials' statistics
 
     def judge(self, result: Result) -> Stop | None:
-        loss = self.dir.loss(result.value)
-        best = min(self.best.get(result.number, loss), loss)
-        self.best[result.number] = best
-        total, count = self.sums.get(result.number, (0.0, 0))
-        self.sums[result.number] = total + loss, count + 1
-        statistic = (total + loss) / (count + 1) if self.rule.kind == "median" else loss
-        others = self.at_step.setdefault(result.step, [])
-        judged = result.step >= self.rule.grace_period and len(others) >= MIN_SAMPLES
+        number, step = result.number, result.step
+        loss = self.sign * result.value
+        best = self.best.get(number, loss)
+        best = loss if loss < best else best
+        self.best[number] = best
+        total, count = self.sums.get(number, (0.0, 0))
+        total, count = total + loss, count + 1
+        self.sums[number] = total, count
+        others = self.at_step.get(step)
+        if others is None:
+            others = self.at_step[step] = SortedList()
+        judged = step >= self.rule.grace_period and len(others) >= MIN_SAMPLES
         cutoff = percentile(others, self.keep) if judged else None
-        bisect.insort(others, statistic)
+        others.add(total / count if self.median else loss)
         if cutoff is None or best <= cutoff:
             return None
-        return Stop(f"below_{self.rule.kind}", self.dir.sign * cutoff, rung=result.step)
+        return Stop(f"below_{self.rule.kind}", self.sign * cutoff, rung=result.step)
 
     def restore(self, number: int, arm: ArmKey, points: Sequence[tuple[int, float]]) -> None:
         for step, value in points:
             self.judge(Result(number, step, value, arm))
+
+    def relevant(self, number: int, points: Sequence[tuple[int, float]]) -> Sequence[int]:
+        """Every result: each step's statistics take every trial's value at it."""
+        return range(len(points))
 
 
 def percentile(ordered: Sequence[float], share: float) -> float:
@@ -238,6 +271,11 @@ class ByArm:
 
     def restore(self, number: int, arm: ArmKey, points: Sequence[tuple[int, float]]) -> None:
         self.of(arm).restore(number, arm, points)
+
+    def relevant(self, number: int, arm: ArmKey, points: Sequence[tuple[int, float]]
+                 ) -> Sequence[int]:
+        """:meth:`Decider.relevant` of the arm's decider."""
+        return self.of(arm).relevant(number, points)
 
 
 def decider(rule: StoppingRule, max_steps: int, mode: str, seed: int = 0) -> ByArm:
