@@ -24,9 +24,11 @@ from searchsvc.errors import SearchsvcError, SpecError
 from searchsvc.store import Store, open_store
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from searchsvc.api import Study
     from searchsvc.client import RemoteStudies
-    from searchsvc.core import StudyRecord
+    from searchsvc.core import StudyRecord, TrialRecord
     from searchsvc.usecases import (
         Campaign,
         Comparison,
@@ -361,8 +363,26 @@ def show(study: Annotated[str, typer.Argument()], storage: StorageOpt = None,
         config = ", ".join(f"{k}={_short(v)}" for k, v in t.config.items())
         table.add_row(str(t.number), f"{t.value:.6g}", f"{t.best_step}/{t.last_step}", config)
     out.print(table)
+    _print_failed_trials(found.trials)
     if record.results_dir:
         out.print(f"results: {record.results_dir}")
+
+
+FAILED_SHOWN = 5  # failed trials whose error's end `show` prints
+
+
+def _print_failed_trials(trials: Sequence[TrialRecord]) -> None:
+    """The end of each failed trial's error (core.failures.error_tail), the latest first."""
+    from searchsvc.core.failures import error_tail
+
+    failed = sorted((t for t in trials if t.error), key=lambda t: -t.number)
+    for t in failed[:FAILED_SHOWN]:
+        out.print(f"trial {t.number} ({t.state}):", markup=False)
+        for line in error_tail(t.error):
+            out.print(f"  {line}", markup=False, highlight=False)
+    if len(failed) > FAILED_SHOWN:
+        out.print(f"... and {len(failed) - FAILED_SHOWN} more failed trials (trials.csv, the "
+                  "report)")
 
 
 @app.command()

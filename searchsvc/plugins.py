@@ -39,6 +39,7 @@ BACKENDS: Registry[Any] = Registry("backend", {
     "ray": "searchsvc.backends.base:RayBackend",
     "keras_tuner": "searchsvc.backends.keras:KerasTunerBackend",
     "autokeras": "searchsvc.backends.autokeras:AutoKerasBackend",
+    "command": "searchsvc.backends.command:CommandBackend",
 }, default="ray")
 
 # Trackers write a study's trials elsewhere (searchsvc.tracking.Tracker): the keys of study

@@ -40,7 +40,8 @@ class Backend(ABC):
     searches with its own tuner in one job, :meth:`own_search`, instead of running the study's
     searcher trial by trial), ``data_parallel`` (a trial may run on several Ray Train
     workers, ``resources.workers``), ``own_space`` (its search needs no ``parameters``) and
-    ``no_dimensionality_because`` (why the study file's ``dimensionality`` does not apply).
+    ``no_dimensionality_because`` (why the study file's ``dimensionality`` does not apply) and
+    ``runs_commands`` (it runs ``objective: {command: ...}``).
     """
 
     name: ClassVar[str]
@@ -52,6 +53,8 @@ class Backend(ABC):
     own_space: ClassVar[bool] = False
     # Why ``sdk.watch`` cannot measure its models' dimensionality ("": it can).
     no_dimensionality_because: ClassVar[str] = ""
+    # Whether it runs a study file's ``objective: {command: ...}`` (a script, as it is).
+    runs_commands: ClassVar[bool] = False
 
     def __init__(self, objective: str, search_paths: Sequence[str], metric: str,
                  max_steps: int | None, options: Mapping[str, Any]):

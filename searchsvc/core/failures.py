@@ -62,6 +62,18 @@ def failure_of(error: str | None) -> Failure | None:
     return Failure(found["type"], where, (found["message"] or "").strip())
 
 
+TAIL_LINES = 6  # of a failed trial's error, where a surface shows its end
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours Ray puts in a worker's traceback
+
+
+def error_tail(error: str | None, lines: int = TAIL_LINES) -> list[str]:
+    """The last ``lines`` non-blank lines of a trial's error text, colours removed: the
+    exception, or a command objective's last lines of stderr. Every surface that shows the end
+    of an error (``show``, the report, trials.csv, the UI) shows these."""
+    kept = [line.rstrip() for line in _ANSI.sub("", error or "").splitlines() if line.strip()]
+    return kept[-lines:] if lines > 0 else []
+
+
 def is_out_of_memory(error: str) -> bool:
     """Whether a trial's error text is torch's (CUDA) out-of-memory error."""
     return bool(_OOM.search(error))

@@ -10,6 +10,7 @@ from typing import Any
 from searchsvc.analysis.dimensionality import columns_of, trial_dimensionality
 from searchsvc.analysis.telemetry import trial_telemetry
 from searchsvc.core import TrialRecord
+from searchsvc.core.failures import error_tail
 
 
 def parameter_names(trials: Sequence[TrialRecord]) -> list[str]:
@@ -51,7 +52,7 @@ def trial_table(trials: Sequence[TrialRecord]) -> tuple[list[str], list[list[Any
     for t in trials:
         summary = summaries.get(t.number)
         duration = None if t.duration_s is None else round(t.duration_s, 3)
-        error = (t.error or "").strip().splitlines()
+        error = error_tail(t.error, 1)
         rows.append([
             t.number, str(t.state), t.best_value, t.best_step or None, t.last_step or None,
             t.seed, t.attempts, duration, t.node or None, t.repeat_of,

@@ -8,9 +8,18 @@ conditions) live in :mod:`searchsvc.spec.validate`, which gives each its own pre
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    WithJsonSchema,
+    field_validator,
+)
 
 from searchsvc.core.stopping import RuleKind
 from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
@@ -213,6 +222,58 @@ class WarmStartFile(_FileModel):
                        "model-based searcher.")
 
 
+def _command_words(value: str) -> str:
+    """A command a shell could split into words (none runs it)."""
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:
+        raise ValueError(f"cannot be split into words: {exc}") from None
+    if not words:
+        raise ValueError("must not be empty")
+    return value
+
+
+class CommandFile(_FileModel):
+    """A training script run as it is (``python train.py``), each parameter passed on its
+    command line (see :mod:`searchsvc.core.commands`)."""
+
+    command: Annotated[str, AfterValidator(_command_words)] = Field(description=(
+        "The command, as a shell would split it (no shell runs): `python` is the workers' "
+        "Python. `{name}` places a parameter's value or a trial's own (trial, seed, trial_dir, "
+        "checkpoint_dir, max_steps)."))
+    args: Literal["equals", "space", "hydra", "none"] = Field("equals", description=(
+        "How parameters are passed: `--name=value` (equals), `--name value` (space), Hydra "
+        "`name=value` overrides (hydra; `a__b` is `a.b`), or only by placeholders (none)."))
+    names: dict[str, str] = Field(default_factory=dict, description=(
+        "A parameter's name on the command line, e.g. {batch_size: batch-size}."))
+    booleans: Literal["flag", "value"] = Field("flag", description=(
+        "A boolean in the argparse styles: `--name` when true and nothing when false (flag), "
+        "or `--name=true` (value)."))
+    metrics: str | None = Field(None, description=(
+        "A regular expression with named groups reading the metrics from a line of output; "
+        "default: `name=value` pairs, JSON lines or sdk.report."))
+    stop_grace_s: Number = Field(10.0, description=(
+        "Seconds a stopped trial's script has after SIGTERM before SIGKILL."))
+
+    @field_validator("metrics")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                if not re.compile(value).groupindex:
+                    raise ValueError("needs named groups, e.g. (?P<val_loss>[0-9.]+)")
+            except re.error as exc:
+                raise ValueError(f"is not a regular expression: {exc}") from None
+        return value
+
+    @field_validator("stop_grace_s")
+    @classmethod
+    def _grace(cls, value: float) -> float:
+        if value <= 0:
+            raise ValueError("must be above 0")
+        return value
+
+
 class StudyFile(_FileModel):
     """A searchsvc study file."""
 
@@ -222,7 +283,9 @@ class StudyFile(_FileModel):
 
     study: str = Field(description="Unique study name: [a-z0-9][a-z0-9_-]*")
     description: str = ""
-    objective: ModuleCallable = Field(description='"module:callable" of the training function.')
+    objective: ModuleCallable | CommandFile = Field(description=(
+        '"module:callable" of the training function, or {command: "python train.py", ...}: '
+        "a script run as it is."))
     backend: str = Field(BACKENDS.default_name(), description=(
         "How a trial runs: one of the registered backends."))
     backend_options: dict[str, Any] = Field(default_factory=dict, description=(
@@ -279,8 +342,8 @@ class StudyFile(_FileModel):
 
     @field_validator("objective")
     @classmethod
-    def _objective_ref(cls, value: str) -> str:
-        if not OBJECTIVE_REF.fullmatch(value):
+    def _objective_ref(cls, value: str | CommandFile) -> str | CommandFile:
+        if isinstance(value, str) and not OBJECTIVE_REF.fullmatch(value):
             raise ValueError('must be "module:callable", e.g. "objectives.torch_digits:train"')
         return value
 

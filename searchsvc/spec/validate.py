@@ -168,6 +168,11 @@ def issue_from_pydantic(err: Mapping[str, Any], source: SpecSource,
     return source.issue(loc, message, err.get("input"))
 
 
+# What a study file's ``objective: {command: ...}`` stands for: nothing a worker imports (the
+# backend that ``runs_commands`` runs the script itself).
+COMMAND_OBJECTIVE = "searchsvc.backends.command:script"
+
+
 class _SemanticCheck:
     """Checks the rules that relate fields, collecting every problem before failing."""
 
@@ -181,7 +186,8 @@ class _SemanticCheck:
 
     def build(self) -> StudySpec:
         m = self.model
-        backend = BACKENDS.get(m.backend) if m.backend in BACKENDS else None
+        objective, backend_name, backend_options = self._runner()
+        backend = BACKENDS.get(backend_name) if backend_name in BACKENDS else None
         if not m.parameters and not (backend and backend.own_space):
             self.fail(("parameters",), "declare at least one parameter")
         params: dict[str, Parameter] = {}
@@ -204,9 +210,9 @@ class _SemanticCheck:
         return StudySpec(
             name=m.study,
             description=m.description,
-            objective=m.objective,
-            backend=m.backend,
-            backend_options=MappingProxyType(dict(m.backend_options)),
+            objective=objective,
+            backend=backend_name,
+            backend_options=MappingProxyType(backend_options),
             metric=objectives[0].name,
             mode=objectives[0].mode,
             objectives=objectives,
@@ -230,6 +236,22 @@ class _SemanticCheck:
             source=self.source,
         )
 
+    def _runner(self) -> tuple[str, str, dict[str, Any]]:
+        """(objective, backend, backend options): a ``{command: ...}`` objective is the
+        ``command`` backend with those options, and the backend's own objective."""
+        m = self.model
+        if isinstance(m.objective, str):
+            return m.objective, m.backend, dict(m.backend_options)
+        [runner] = BACKENDS.having("runs_commands")
+        if self.source.has(("backend",)) and m.backend != runner:
+            self.fail(("backend",), f"a command objective runs with backend '{runner}' "
+                      "(remove `backend`)", m.backend)
+        if m.backend_options:
+            self.fail(("backend_options",), "a command objective takes its options in "
+                      "`objective:` itself (remove `backend_options`)")
+        options = m.objective.model_dump(exclude_defaults=True)
+        return COMMAND_OBJECTIVE, runner, options
+
     def _dimensionality(self, backend: Any) -> None:
         """Dimensionality is measured by ``sdk.watch`` in PyTorch objectives: the study of a
         backend whose models have no such hook (``no_dimensionality_because``) that sets the
@@ -239,7 +261,7 @@ class _SemanticCheck:
         because = backend.no_dimensionality_because if backend else ""
         if "dimensionality" in m.model_fields_set and because:
             self.fail(("dimensionality",), f"dimensionality is measured by sdk.watch in PyTorch "
-                      f"objectives; the {m.backend} backend's {because} (remove the section)")
+                      f"objectives; the {backend.name} backend's {because} (remove the section)")
         elif m.dimensionality.stop_collapsed:
             multi_fidelity = SEARCHERS.having("multi_fidelity")
             if m.searcher not in multi_fidelity:

@@ -1,11 +1,13 @@
-"""Trials with errors: the last line of each failed trial's error (report.md; report.html's
-table and trials.csv carry them too)."""
+"""Trials with errors: the end of each failed trial's error (core.failures.error_tail: the
+exception, or a command's last lines of stderr) in report.md; report.html's table and
+trials.csv carry its last line."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
+from searchsvc.core.failures import error_tail
 from searchsvc.report.sections.base import ReportContext, Section
 
 MAX_SHOWN = 20  # failed trials listed in report.md
@@ -22,6 +24,7 @@ class Errors(Section):
             return []
         lines = ["", "## Trials with errors", ""]
         for trial in failed[:MAX_SHOWN]:
-            last = (trial.error or "").strip().splitlines()[-1:]
-            lines.append(f"- trial {trial.number} ({trial.state}): {last[0] if last else ''}")
+            tail = error_tail(trial.error)
+            lines += [f"- trial {trial.number} ({trial.state}):", "", "  ```",
+                      *(f"  {line}" for line in tail), "  ```"]
         return lines

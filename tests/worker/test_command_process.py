@@ -1,0 +1,96 @@
+"""A command objective's script run for one trial (worker/command.py), without Ray: what it
+prints becomes reports, its checkpoint folder rides with the report after it changed, a
+failure carries its last lines of stderr, and a trial that stops ends the script and every
+process it started."""
+
+from __future__ import annotations
+
+import os
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from searchsvc.worker.command import CommandFailed, run_command
+
+SCRIPT = """
+import os, signal, subprocess, sys, time
+from pathlib import Path
+if "--ignore-term" in sys.argv:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+Path("pids.txt").write_text(f"{os.getpid()} {child.pid}")
+ckpt = Path(os.environ["SEARCHSVC_CHECKPOINT_DIR"])
+for epoch in range(1, 5):
+    if epoch % 2 == 0:
+        (ckpt / "ckpt.txt").write_text(str(epoch))
+    print(f"epoch={epoch} val_loss={1 / epoch}", flush=True)
+    print("a log line without the metric", flush=True)
+    if "--fail" in sys.argv and epoch == 2:
+        print("about to fail", file=sys.stderr)
+        raise ValueError("diverged at epoch 2")
+    time.sleep(0.3 if "--slow" in sys.argv else 0)
+child.kill()
+"""
+
+
+def run(tmp_path: Path, *flags: str, stop_after: int | None = None, grace: float = 5.0
+        ) -> list[tuple[dict[str, float], str | None]]:
+    (tmp_path / "train.py").write_text(textwrap.dedent(SCRIPT))
+    ckpt = tmp_path / "trial" / "checkpoint"
+    ckpt.mkdir(parents=True)
+    seen: list[tuple[dict[str, float], str | None]] = []
+
+    def report(metrics: dict[str, float], checkpoint: Path | None) -> None:
+        seen.append((metrics, None if checkpoint is None
+                     else (checkpoint / "ckpt.txt").read_text()))
+        if stop_after is not None and len(seen) == stop_after:
+            raise SystemExit(0)  # as Ray ends a stopped trial's reporting thread
+
+    run_command([sys.executable, "train.py", *flags], cwd=str(tmp_path),
+                env={**os.environ, "SEARCHSVC_CHECKPOINT_DIR": str(ckpt)},
+                trial_dir=tmp_path / "trial", checkpoint_dir=ckpt, metrics=["val_loss"],
+                pattern=None, report=report, stop_grace_s=grace)
+    return seen
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a zombie has exited
+        return f.read().split()[2] != "Z"
+
+
+def test_each_metrics_line_is_a_report_with_the_checkpoint_written_before_it(
+        tmp_path: Path) -> None:
+    seen = run(tmp_path)
+    assert [m for m, _ in seen] == [{"epoch": e, "val_loss": 1 / e} for e in (1.0, 2.0, 3.0, 4.0)]
+    # A report carries the checkpoint written before its line (never a later one), once: the
+    # script runs ahead of its reports, so which lines find a new one depends on timing,
+    # except that the last line's checkpoint is the final one.
+    carried = [(int(m["epoch"]), c) for m, c in seen if c is not None]
+    assert all(int(c) == epoch - epoch % 2 for epoch, c in carried)
+    assert len({c for _, c in carried}) == len(carried) and carried[-1] == (4, "4")
+    assert "a log line" in (tmp_path / "trial" / "stdout.log").read_text()
+
+
+def test_a_failing_script_fails_the_trial_with_its_last_lines_of_stderr(tmp_path: Path) -> None:
+    with pytest.raises(CommandFailed) as raised:
+        run(tmp_path, "--fail")
+    message = str(raised.value)
+    assert "exited with code 1" in message
+    assert "about to fail" in message and "ValueError: diverged at epoch 2" in message
+
+
+@pytest.mark.parametrize("flag", ["--slow", "--ignore-term"])
+def test_a_stopped_trial_ends_the_script_and_what_it_started(tmp_path: Path, flag: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(SystemExit):
+        run(tmp_path, flag, stop_after=1, grace=1.0)
+    script, child = map(int, (tmp_path / "pids.txt").read_text().split())
+    assert not alive(script) and not alive(child)
+    assert time.monotonic() - started < 30
