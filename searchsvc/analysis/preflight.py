@@ -109,7 +109,9 @@ def check_probe(spec: StudySpec, probe: Probe) -> tuple[list[Check], list[SpecIs
         issues.append(source.issue(("objective",), message))
         checks.append(Check("imports", False, message))
         return checks, issues
-    checks.append(Check("imports", True, f"{spec.objective} imported"))
+    command = spec.backend_options.get("command")  # a script run as it is: nothing imported
+    checks.append(Check("imports", True, f"command {command!r} started" if command
+                        else f"{spec.objective} imported"))
     if probe.crash is not None and not probe.reports:
         message = f"the objective crashed before its first report: {probe.crash}"
         issues.append(source.issue(("objective",), message))

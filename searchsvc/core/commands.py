@@ -32,6 +32,7 @@ ArgStyle = Literal["equals", "space", "hydra", "none"]
 # script also finds in its environment (``SEARCHSVC_<NAME>``).
 BUILTINS = ("trial", "seed", "trial_dir", "checkpoint_dir", "max_steps")
 REPORT_PREFIX = "@searchsvc-report "  # a line sdk.report writes from inside a command
+REPORT_VARIABLE = "SEARCHSVC_REPORT"  # "output" in a command's environment: sdk.report prints
 
 
 def command_words(command: str) -> list[str]:

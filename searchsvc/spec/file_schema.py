@@ -15,8 +15,10 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     PlainValidator,
+    Tag,
     WithJsonSchema,
     field_validator,
 )
@@ -274,6 +276,15 @@ class CommandFile(_FileModel):
         return value
 
 
+# The objective is one of two forms, told apart by the value's own type; the tags name each
+# form only in pydantic's error locations, from which the checks drop them (UNION_TAGS).
+UNION_TAGS = ("module_callable", "command_objective")
+Objective = Annotated[
+    Annotated[ModuleCallable, Tag(UNION_TAGS[0])] | Annotated[CommandFile, Tag(UNION_TAGS[1])],
+    Discriminator(lambda value: UNION_TAGS[0] if isinstance(value, str) else UNION_TAGS[1]),
+]
+
+
 class StudyFile(_FileModel):
     """A searchsvc study file."""
 
@@ -283,7 +294,7 @@ class StudyFile(_FileModel):
 
     study: str = Field(description="Unique study name: [a-z0-9][a-z0-9_-]*")
     description: str = ""
-    objective: ModuleCallable | CommandFile = Field(description=(
+    objective: Objective = Field(description=(
         '"module:callable" of the training function, or {command: "python train.py", ...}: '
         "a script run as it is."))
     backend: str = Field(BACKENDS.default_name(), description=(

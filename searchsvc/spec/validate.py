@@ -22,6 +22,7 @@ from searchsvc.core.stopping import StoppingRule
 from searchsvc.errors import SpecError, SpecIssue
 from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
 from searchsvc.spec.file_schema import (
+    UNION_TAGS,
     BudgetFile,
     CheckpointsFile,
     DimensionalityFile,
@@ -138,7 +139,7 @@ def issue_from_pydantic(err: Mapping[str, Any], source: SpecSource,
                         prefix: tuple[str | int, ...] = (),
                         model: type[BaseModel] | None = None) -> SpecIssue:
     """A pydantic validation error as a located, plain-language :class:`SpecIssue`."""
-    loc = (*prefix, *err["loc"])
+    loc = (*prefix, *(part for part in err["loc"] if part not in UNION_TAGS))
     kind = err["type"]
     ctx = err.get("ctx") or {}
     if kind == "missing":

@@ -38,7 +38,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
-from searchsvc.core.commands import parse_metrics
+from searchsvc.core.commands import REPORT_VARIABLE, parse_metrics
 from searchsvc.errors import ObjectiveError
 from searchsvc.worker.context import current
 
@@ -58,6 +58,7 @@ def trial_environment(*, number: int, seed: int, max_steps: int | None, trial_di
             "PYTHONHASHSEED": str(seed), "SEARCHSVC_MAX_STEPS": str(max_steps or ""),
             "SEARCHSVC_TRIAL_DIR": str(trial_dir),
             "SEARCHSVC_CHECKPOINT_DIR": str(checkpoint_dir),
+            REPORT_VARIABLE: "output",  # sdk.report in the script prints its reports
             "PYTHONUNBUFFERED": "1"}  # lines as the script prints them, not at exit
 
 

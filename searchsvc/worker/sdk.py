@@ -3,11 +3,14 @@ checkpoint save/restore. A plain Ray Tune function trainable needs none of them.
 
 from __future__ import annotations
 
+import json
+import os
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from searchsvc.core.commands import REPORT_PREFIX, REPORT_VARIABLE
 from searchsvc.worker.context import TELEMETRY_KEY, TrialContext, current, seed_trial
 
 STATE_FILE = "state.pt"
@@ -64,6 +67,10 @@ def report(metrics: Mapping[str, Any], *, state: Callable[[], Mapping[str, Any]]
     context = current()
     if context.reporter is not None:
         context.reporter(dict(metrics))
+        return
+    if os.environ.get(REPORT_VARIABLE) == "output" and context.trial_dir is None:
+        # inside a command objective's script: the worker that runs it reads this line back
+        print(REPORT_PREFIX + json.dumps(dict(metrics)), flush=True)
         return
     ray_api = _ray_api()
     result = dict(metrics)

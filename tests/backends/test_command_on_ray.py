@@ -1,0 +1,114 @@
+"""A plain argparse training script, not written for searchsvc, as a study's objective (the
+``command`` backend) on a real Ray: from the command line in its own folder with its data
+beside it, and from Python. ASHA stops some of its trials and every stopped script is gone; a
+script that raises shows its last lines of stderr in ``show`` and in the report."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import searchsvc
+from searchsvc.cli import main
+from searchsvc.core import TrialState
+from searchsvc.store import open_store
+
+pytestmark = pytest.mark.slow
+
+TRAIN = '''
+"""Trains nothing real; prints `epoch=N val_loss=X` and saves ckpt.json to --ckpt-dir."""
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, required=True)
+parser.add_argument("--epochs", type=int, default=6)
+parser.add_argument("--ckpt-dir", required=True)
+args = parser.parse_args()
+
+Path("pids").mkdir(exist_ok=True)
+(Path("pids") / str(os.getpid())).write_text("")
+scale = float(Path("data/scale.txt").read_text())  # its data, by a relative path
+if args.lr > 0.85:
+    raise FloatingPointError(f"loss diverged with lr={args.lr}")
+for epoch in range(1, args.epochs + 1):
+    loss = scale * abs(args.lr - 0.3) + 1.0 / epoch
+    Path(args.ckpt_dir, "ckpt.json").write_text(json.dumps({"epoch": epoch}))
+    print(f"epoch={epoch} val_loss={loss:.5f}", flush=True)
+    time.sleep(0.05)
+'''
+STUDY = """\
+study: {name}
+objective:
+  command: python train.py --epochs 6 --ckpt-dir {{checkpoint_dir}}
+metric: val_loss
+mode: min
+searcher: grid
+{stopping}
+noise: off
+budget: {{max_concurrent: 2, max_steps: 6}}
+parameters:
+  lr: {{role: nuisance, values: {values}}}
+"""
+
+
+def users_folder(root: Path, name: str, values: list[float], stopping: str = "") -> Path:
+    (root / "data").mkdir(parents=True)
+    (root / "data" / "scale.txt").write_text("2.0")
+    (root / "train.py").write_text(textwrap.dedent(TRAIN))
+    (root / "study.yaml").write_text(STUDY.format(name=name, values=values, stopping=stopping))
+    return root
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split()[2] != "Z"
+
+
+def test_asha_stops_a_scripts_trials_and_every_stopped_script_is_gone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ray_local) -> None:
+    values = [0.3, 0.05, 0.6, 0.02, 0.75, 0.01, 0.8, 0.7]  # the best first: later ones lose
+    folder = users_folder(tmp_path / "project", "cmd-asha", values,
+                          "early_stopping: {rule: asha, grace_period: 1, reduction_factor: 2}")
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    monkeypatch.chdir(folder)
+    assert main(["run", "study.yaml", "--storage", url, "--no-preflight"]) == 0
+    trials = open_store(url).get_trials("cmd-asha", measurements=True)
+    states = [t.state for t in trials]
+    assert states.count(TrialState.PRUNED) >= 2 and TrialState.FAILED not in states
+    for t in trials:  # each epoch it printed is a step of its curve, in order
+        assert [m.step for m in t.measurements] == list(range(1, (t.last_step or 0) + 1))
+        assert t.measurements[0].value == pytest.approx(2.0 * abs(t.config["lr"] - 0.3) + 1.0,
+                                                        abs=1e-5)
+    pids = [int(p.name) for p in (folder / "pids").iterdir()]
+    assert len(pids) == len(values) and not any(alive(p) for p in pids)
+
+
+def test_a_script_that_raises_shows_its_stderr_in_show_and_the_report(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        ray_local) -> None:
+    folder = users_folder(tmp_path / "project", "cmd-fails", [0.2, 0.9])
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    monkeypatch.chdir(tmp_path)  # run from a parent folder: the script runs in its own
+    study = searchsvc.run(Path("project/study.yaml"), storage=url, preflight=False)
+    assert study.record.state == "completed"
+    failed = [t for t in study.trials if t.state == TrialState.FAILED]
+    assert [t.config["lr"] for t in failed] == [0.9]
+    capsys.readouterr()
+    assert main(["show", "cmd-fails", "--storage", url]) == 0
+    shown = capsys.readouterr().out
+    assert "FloatingPointError: loss diverged with lr=0.9" in shown
+    assert 'raise FloatingPointError(f"loss diverged with lr={args.lr}")' in shown
+    report = (Path(study.record.results_dir or "") / "report.md").read_text()
+    assert "FloatingPointError: loss diverged with lr=0.9" in report
+    assert (folder / "pids").is_dir()
