@@ -5,7 +5,6 @@ script that raises shows its last lines of stderr in ``show`` and in the report.
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import searchsvc
 from searchsvc.cli import main
 from searchsvc.core import TrialState
 from searchsvc.store import open_store
+from searchsvc.testing.processes import running
 
 pytestmark = pytest.mark.slow
 
@@ -66,13 +66,6 @@ def users_folder(root: Path, name: str, values: list[float], stopping: str = "")
     return root
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split()[2] != "Z"
 
 
 def test_asha_stops_a_scripts_trials_and_every_stopped_script_is_gone(
@@ -91,7 +84,7 @@ def test_asha_stops_a_scripts_trials_and_every_stopped_script_is_gone(
         assert t.measurements[0].value == pytest.approx(2.0 * abs(t.config["lr"] - 0.3) + 1.0,
                                                         abs=1e-5)
     pids = [int(p.name) for p in (folder / "pids").iterdir()]
-    assert len(pids) == len(values) and not any(alive(p) for p in pids)
+    assert len(pids) == len(values) and not any(running(p) for p in pids)
 
 
 def test_a_script_that_raises_shows_its_stderr_in_show_and_the_report(

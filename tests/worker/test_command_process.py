@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from searchsvc.testing.processes import running
 from searchsvc.worker.command import CommandFailed, run_command
 
 SCRIPT = """
@@ -56,13 +57,6 @@ def run(tmp_path: Path, *flags: str, stop_after: int | None = None, grace: float
     return seen
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:  # a zombie has exited
-        return f.read().split()[2] != "Z"
 
 
 def test_each_metrics_line_is_a_report_with_the_checkpoint_written_before_it(
@@ -92,5 +86,5 @@ def test_a_stopped_trial_ends_the_script_and_what_it_started(tmp_path: Path, fla
     with pytest.raises(SystemExit):
         run(tmp_path, flag, stop_after=1, grace=1.0)
     script, child = map(int, (tmp_path / "pids.txt").read_text().split())
-    assert not alive(script) and not alive(child)
+    assert not running(script) and not running(child)
     assert time.monotonic() - started < 30
