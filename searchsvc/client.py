@@ -138,9 +138,19 @@ def default_code_folder(client: ServiceClient, objective: str, folder: Path) -> 
     and the server's allow-list admits the module, so that the server imports it itself (then
     None, as for a module not in ``folder``). A token that may not upload, for a module the
     server does not admit: :class:`~searchsvc.errors.PermissionDeniedError` naming
-    ``--no-code`` and the allowed prefixes."""
+    ``--no-code`` and the allowed prefixes. A command objective's folder is always uploaded
+    (a token that may not upload: PermissionDeniedError)."""
     from searchsvc.codebundle import allowed_module, own_code_folder
+    from searchsvc.core.commands import COMMAND_OBJECTIVE
 
+    if objective == COMMAND_OBJECTIVE:  # a script of the folder, run only from uploaded code
+        policy = client.code_policy()
+        if policy is not None and not policy["may_upload_code"]:
+            raise PermissionDeniedError(
+                "the study's objective is a command, which runs a script uploaded with the "
+                "study, and this token may not upload code: ask the server's admin for a "
+                "token made with `searchsvc tokens create NAME --allow-code`")
+        return folder.resolve()
     found = own_code_folder(objective, folder)
     policy = client.code_policy() if found is not None else None
     if found is None or policy is None or policy["may_upload_code"]:

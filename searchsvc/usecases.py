@@ -478,6 +478,14 @@ def backend_options(name: str) -> type[BaseModel]:
     return options
 
 
+def runs_command(spec: StudySpec) -> bool:
+    """Whether ``spec``'s objective is a script its backend runs as it is (``objective:
+    {command: ...}``) rather than a function a worker imports."""
+    from searchsvc.backends import backend_class
+
+    return bool(backend_class(spec.backend).runs_commands)
+
+
 def warm_up() -> None:
     """Import now what running, submitting and reporting studies import on first use (a
     long-lived server does this once at start, rather than on its event loop)."""

@@ -68,7 +68,10 @@ class CommandBackend(Backend):
                                     f"parameter or one of {', '.join(BUILTINS)}", name)
                   for name in unknown_placeholders(words, spec.parameters)]
         found = script_of(words)
-        if found is not None and not _script_folder(found, _study_folders(spec)):
+        # A study file sent as text (to the service) has no folder: there the script is looked
+        # for in the uploaded code instead.
+        on_disk = not spec.source.file.startswith("<")
+        if on_disk and found is not None and not _script_folder(found, _study_folders(spec)):
             issues.append(spec.source.issue(
                 where, f"the script {found!r} is not beside the study file nor in the folder "
                 f"it is run from ({', '.join(_study_folders(spec))})", found))

@@ -26,6 +26,9 @@ import string
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+# What a study file's ``objective: {command: ...}`` becomes as its objective: nothing a worker
+# imports (the backend that ``runs_commands`` runs the script itself).
+COMMAND_OBJECTIVE = "searchsvc.backends.command:script"
 ARG_STYLES = ("equals", "space", "hydra", "none")
 ArgStyle = Literal["equals", "space", "hydra", "none"]
 # What a placeholder may name besides the parameters: the trial's own values, which the
@@ -65,6 +68,21 @@ def script_of(words: Sequence[str]) -> str | None:
             return word
     program = words[0] if words else ""
     return program if "/" in program and not program.startswith("/") else None
+
+
+PYTHONS = ("python", "python3")  # what a command's first word may be to mean the workers' Python
+
+
+def outside_words(words: Sequence[str]) -> list[str]:
+    """The words of a command that name something outside the folder it runs in, other than
+    the workers' Python: an absolute path, a path through ``..``, or a program found on PATH.
+    A command of uploaded code runs only what was uploaded."""
+    found = [] if not words or words[0] in PYTHONS or "/" in words[0] else [words[0]]
+    for word in words:
+        value = word.split("=", 1)[-1]
+        if value.startswith(("/", "~")) or ".." in value.split("/"):
+            found.append(word)
+    return found
 
 
 def format_value(value: Any) -> str:

@@ -10,11 +10,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from searchsvc.codebundle import allowed_module, module_in_bundle
+from searchsvc.core.commands import command_words, outside_words, script_of
 from searchsvc.errors import SpecIssue
 from searchsvc.searchers import searcher_class, searcher_names
 from searchsvc.spec import StudySpec
 from searchsvc.spec.references import Reference, references
-from searchsvc.usecases import backend_names, backend_options
+from searchsvc.usecases import backend_names, backend_options, runs_command
 
 
 def spec_references(spec: StudySpec) -> list[Reference]:
@@ -37,10 +38,12 @@ def option_models() -> dict[str, type]:
 
 def refused_references(spec: StudySpec, prefixes: Sequence[str],
                        bundle: Path | None = None) -> list[SpecIssue]:
-    """One issue per reference neither allowed by ``prefixes`` nor a module of ``bundle``."""
+    """One issue per reference neither allowed by ``prefixes`` nor a module of ``bundle``; a
+    command objective's own stand-in is judged by :func:`refused_command` instead."""
     issues = []
+    command = runs_command(spec)
     for ref in spec_references(spec):
-        if allowed_module(ref.module, prefixes):
+        if allowed_module(ref.module, prefixes) or (command and ref.path == ("objective",)):
             continue
         if bundle is not None:
             if module_in_bundle(bundle, ref.module):
@@ -53,6 +56,33 @@ def refused_references(spec: StudySpec, prefixes: Sequence[str],
                       "with a token created with --allow-code (searchsvc submit --code DIR)")
         issues.append(spec.source.issue(ref.path, f"module {ref.module!r} {reason}", ref.value))
     return issues
+
+
+def refused_command(spec: StudySpec, bundle: Path | None) -> list[SpecIssue]:
+    """A command objective runs only a script of the study's uploaded code (which only a token
+    made with ``--allow-code`` can upload), in it, and names nothing outside it but the
+    workers' Python."""
+    if not runs_command(spec):
+        return []
+    where = (("objective", "command") if spec.source.has(("objective", "command"))
+             else ("backend_options", "command"))
+    command = str(spec.backend_options.get("command", ""))
+    if bundle is None:
+        return [spec.source.issue(where, "a command runs a script of the study's uploaded "
+                                  "code: submit the study from the script's folder (`searchsvc "
+                                  "submit` uploads it) with a token created with --allow-code",
+                                  command)]
+    words = command_words(command)
+    outside = outside_words(words)
+    if outside:
+        return [spec.source.issue(where, "a command of uploaded code may name only the "
+                                  f"uploaded files and the workers' Python, not "
+                                  f"{', '.join(outside)}", command)]
+    script = script_of(words)
+    if script is not None and not (bundle / script).is_file():
+        return [spec.source.issue(where, f"the script {script!r} is not in the uploaded code",
+                                  command)]
+    return []
 
 
 def refused_tracking(spec: StudySpec, allowed_uris: Sequence[str]) -> list[SpecIssue]:

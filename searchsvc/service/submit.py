@@ -111,12 +111,17 @@ async def _limited_body(request: Request, limit: int) -> str:
 def _checked_spec(body: str, config: ServiceConfig, bundle: CodeBundle | None) -> StudySpec:
     """The valid spec in ``body`` within the server's limits, every module it imports allowed
     (or in ``bundle``); nothing is imported to find out."""
-    from searchsvc.service.allowlist import refused_references, refused_tracking
+    from searchsvc.service.allowlist import (
+        refused_command,
+        refused_references,
+        refused_tracking,
+    )
     from searchsvc.usecases import validate_text
 
     spec = validate_text(body, file="<request>", limits=config.limits)
-    refused = [*refused_references(spec, config.allow_objectives,
-                                   bundle.path if bundle is not None else None),
+    path = bundle.path if bundle is not None else None
+    refused = [*refused_references(spec, config.allow_objectives, path),
+               *refused_command(spec, path),
                *refused_tracking(spec, config.allow_tracking_uris)]
     if refused:
         raise SpecError(refused)

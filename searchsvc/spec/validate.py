@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from searchsvc.core.commands import COMMAND_OBJECTIVE
 from searchsvc.core.objectives import Constraint, Objective
 from searchsvc.core.stopping import StoppingRule
 from searchsvc.errors import SpecError, SpecIssue
@@ -169,9 +170,6 @@ def issue_from_pydantic(err: Mapping[str, Any], source: SpecSource,
     return source.issue(loc, message, err.get("input"))
 
 
-# What a study file's ``objective: {command: ...}`` stands for: nothing a worker imports (the
-# backend that ``runs_commands`` runs the script itself).
-COMMAND_OBJECTIVE = "searchsvc.backends.command:script"
 
 
 class _SemanticCheck:

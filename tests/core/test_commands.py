@@ -9,6 +9,7 @@ from searchsvc.core.commands import (
     REPORT_PREFIX,
     command_line,
     command_words,
+    outside_words,
     parse_metrics,
     placeholders,
     script_of,
@@ -70,3 +71,12 @@ def test_a_line_reports_when_it_carries_the_metric_in_any_form() -> None:
     assert parse_metrics("Epoch 2/10 - loss 0.75", metrics, pattern) == {
         "epoch": 2.0, "val_loss": 0.75}
     assert parse_metrics("epoch=3 val_loss=0.41", metrics, pattern) is None
+
+
+def test_a_command_names_outside_its_folder_only_what_is_not_python_or_its_own_files() -> None:
+    assert outside_words(command_words("python train.py --data data/x.csv --lr {lr}")) == []
+    assert outside_words(command_words("./run.sh --out=out")) == []
+    assert outside_words(command_words("bash run.sh")) == ["bash"]
+    assert outside_words(command_words("python train.py --data=/srv/x.csv ../up.py")) == [
+        "--data=/srv/x.csv", "../up.py"]
+    assert outside_words(command_words("/usr/bin/python3 train.py")) == ["/usr/bin/python3"]
