@@ -76,11 +76,12 @@ def run_command(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], trial_
                                      ignore_cleanup_errors=True) as copies, \
             open(trial_dir / STDERR_FILE, "ab") as errors, \
             open(trial_dir / STDOUT_FILE, "ab") as output, \
-            _started(argv, cwd, env, errors, stop_grace_s) as p:
+            _acknowledgements(argv) as (ack_env, ack_read, ack_write), \
+            _started(argv, cwd, {**env, **ack_env}, errors, stop_grace_s, ack_read) as p:
         assert p.stdout is not None
         lines: queue.Queue[tuple[dict[str, float], Path | None] | None] = queue.Queue()
         reader = _Reader(p.stdout, output, lines, metrics, pattern, checkpoint_dir,
-                         Path(copies))
+                         Path(copies), ack_write)
         reader.start()
         try:
             while (item := _next(lines, p)) is not None:
@@ -119,9 +120,9 @@ class _Reader(threading.Thread):
     def __init__(self, stream: IO[bytes], output: IO[bytes],
                  lines: queue.Queue[tuple[dict[str, float], Path | None] | None],
                  metrics: Sequence[str], pattern: re.Pattern[str] | None, folder: Path,
-                 copies: Path):
+                 copies: Path, ack: int | None):
         super().__init__(daemon=True)
-        self.stream, self.output, self.lines = stream, output, lines
+        self.stream, self.output, self.lines, self.ack = stream, output, lines, ack
         self.metrics, self.pattern, self.folder, self.copies = metrics, pattern, folder, copies
         self.seen = _signature(folder)
 
@@ -136,8 +137,15 @@ class _Reader(threading.Thread):
                     # and its folder may hold a later checkpoint, which that line carries
                     ahead = any(self._metrics(line) for line in waiting.splitlines())
                     self.lines.put((found, None if ahead else self._copy(read_at)))
+                self._acknowledge()
         finally:
             self.lines.put(None)
+
+    def _acknowledge(self) -> None:
+        """Let a paced script (:mod:`searchsvc.worker.paced`) go on past its line."""
+        if self.ack is not None:
+            with suppress(BlockingIOError, BrokenPipeError):
+                os.write(self.ack, b"\x01")
 
     def _metrics(self, raw: bytes) -> dict[str, float] | None:
         return parse_metrics(raw.decode(errors="replace"), self.metrics, self.pattern)
@@ -155,13 +163,39 @@ class _Reader(threading.Thread):
         return copy
 
 
+PACED = str(Path(__file__).with_name("paced"))  # the sitecustomize a paced Python loads
+
+
+@contextmanager
+def _acknowledgements(argv: Sequence[str]
+                      ) -> Iterator[tuple[dict[str, str], int | None, int | None]]:
+    """For a script run by the workers' own Python: a pipe on which the reader acknowledges
+    each line, and the environment that makes the script wait for it after each line it
+    prints (``searchsvc/worker/paced``), so that its checkpoint folder is seen as it was when
+    the line was printed. (environment, the script's end, the reader's end); nothing for any
+    other program."""
+    if not argv or argv[0] != python_executable():
+        yield {}, None, None
+        return
+    read, write = os.pipe()
+    os.set_blocking(write, False)  # an unpaced line's acknowledgement is never waited on
+    path = os.pathsep.join(p for p in (PACED, os.environ.get("PYTHONPATH", "")) if p)
+    try:
+        yield {"SEARCHSVC_ACK_FD": str(read), "PYTHONPATH": path}, read, write
+    finally:
+        for fd in (read, write):
+            with suppress(OSError):
+                os.close(fd)
+
+
 @contextmanager
 def _started(argv: Sequence[str], cwd: str, env: Mapping[str, str], errors: IO[bytes],
-             grace_s: float) -> Iterator[subprocess.Popen[bytes]]:
+             grace_s: float, keep: int | None = None) -> Iterator[subprocess.Popen[bytes]]:
     try:
         process = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), stdout=subprocess.PIPE,
                                    stderr=errors, stdin=subprocess.DEVNULL,
-                                   start_new_session=True)
+                                   start_new_session=True,
+                                   pass_fds=() if keep is None else (keep,))
     except FileNotFoundError as exc:
         raise ObjectiveError(f"command {' '.join(argv)!r}: {exc.strerror}: {exc.filename} "
                              f"(working directory {cwd})") from None

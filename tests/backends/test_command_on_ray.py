@@ -105,3 +105,43 @@ def test_a_script_that_raises_shows_its_stderr_in_show_and_the_report(
     report = (Path(study.record.results_dir or "") / "report.md").read_text()
     assert "FloatingPointError: loss diverged with lr=0.9" in report
     assert (folder / "pids").is_dir()
+
+
+PBT_SCRIPT = '''
+"""The PBT toy (objectives.synthetic.pbt_toy) as a plain script: its state in a JSON file of
+the folder it is given, resumed from when it is there."""
+import argparse
+import json
+import math
+import os
+from pathlib import Path
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--learning_rate", type=float, required=True)
+parser.add_argument("--ckpt", required=True)
+args = parser.parse_args()
+steps = int(os.environ["SEARCHSVC_MAX_STEPS"])
+saved = Path(args.ckpt) / "state.json"
+state = json.loads(saved.read_text()) if saved.exists() else {"score": 0.0, "step": 0}
+score = state["score"]
+for step in range(state["step"] + 1, steps + 1):
+    target = -1.0 - 1.5 * step / steps
+    score += math.exp(-(((math.log10(args.learning_rate) - target) / 0.5) ** 2))
+    saved.write_text(json.dumps({"score": score, "step": step}))
+    print(json.dumps({"score": score, "learning_rate": args.learning_rate}))
+'''
+
+
+def test_pbt_over_a_script_continues_each_exploited_trial_from_its_parents_checkpoint(
+        tmp_path: Path, ray_local) -> None:
+    from tests.driver.test_searchers_on_ray import SPACES, check_population, run_text, toy_pbt
+
+    (tmp_path / "pbt_toy.py").write_text(textwrap.dedent(PBT_SCRIPT))
+    text = toy_pbt((SPACES / "toy_pbt.yaml").read_text()).replace(
+        "objective: objectives.synthetic:pbt_toy",
+        'objective: {command: "python pbt_toy.py --ckpt {checkpoint_dir}"}')
+    store = open_store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    run_text(text, store, tmp_path / "toy_pbt.yaml")
+    # every step once, each exploit copying a better trial, and every step's score going on
+    # from the score its trial (or, after an exploit, its parent) had: the checkpoint restored
+    check_population(store, "toy_pbt")

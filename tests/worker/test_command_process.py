@@ -37,8 +37,8 @@ child.kill()
 """
 
 
-def run(tmp_path: Path, *flags: str, stop_after: int | None = None, grace: float = 5.0
-        ) -> list[tuple[dict[str, float], str | None]]:
+def run(tmp_path: Path, *flags: str, stop_after: int | None = None, grace: float = 5.0,
+        shell: bool = False) -> list[tuple[dict[str, float], str | None]]:
     (tmp_path / "train.py").write_text(textwrap.dedent(SCRIPT))
     ckpt = tmp_path / "trial" / "checkpoint"
     ckpt.mkdir(parents=True)
@@ -50,7 +50,10 @@ def run(tmp_path: Path, *flags: str, stop_after: int | None = None, grace: float
         if stop_after is not None and len(seen) == stop_after:
             raise SystemExit(0)  # as Ray ends a stopped trial's reporting thread
 
-    run_command([sys.executable, "train.py", *flags], cwd=str(tmp_path),
+    argv = [sys.executable, "train.py", *flags]
+    if shell:  # another program than the workers' Python: its output is not paced
+        argv = ["/bin/sh", "-c", " ".join(["exec", *argv])]
+    run_command(argv, cwd=str(tmp_path),
                 env={**os.environ, "SEARCHSVC_CHECKPOINT_DIR": str(ckpt)},
                 trial_dir=tmp_path / "trial", checkpoint_dir=ckpt, metrics=["val_loss"],
                 pattern=None, report=report, stop_grace_s=grace)
@@ -61,15 +64,23 @@ def run(tmp_path: Path, *flags: str, stop_after: int | None = None, grace: float
 
 def test_each_metrics_line_is_a_report_with_the_checkpoint_written_before_it(
         tmp_path: Path) -> None:
+    # The workers' Python waits after each line until it was read: however fast the script
+    # runs, each report carries the checkpoint as it was when its line was printed.
     seen = run(tmp_path)
     assert [m for m, _ in seen] == [{"epoch": e, "val_loss": 1 / e} for e in (1.0, 2.0, 3.0, 4.0)]
-    # A report carries the checkpoint written before its line (never a later one), once: the
-    # script runs ahead of its reports, so which lines find a new one depends on timing,
-    # except that the last line's checkpoint is the final one.
+    assert [c for _, c in seen] == [None, "2", None, "4"]  # only when the folder changed
+    assert "a log line" in (tmp_path / "trial" / "stdout.log").read_text()
+
+
+def test_another_programs_reports_never_carry_a_checkpoint_newer_than_their_line(
+        tmp_path: Path) -> None:
+    # Unpaced, the script runs ahead of its reports, so which lines find a new checkpoint
+    # depends on timing, except that the last line's checkpoint is the final one.
+    seen = run(tmp_path, shell=True)
+    assert [m["epoch"] for m, _ in seen] == [1.0, 2.0, 3.0, 4.0]
     carried = [(int(m["epoch"]), c) for m, c in seen if c is not None]
     assert all(int(c) == epoch - epoch % 2 for epoch, c in carried)
     assert len({c for _, c in carried}) == len(carried) and carried[-1] == (4, "4")
-    assert "a log line" in (tmp_path / "trial" / "stdout.log").read_text()
 
 
 def test_a_failing_script_fails_the_trial_with_its_last_lines_of_stderr(tmp_path: Path) -> None:
