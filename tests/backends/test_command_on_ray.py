@@ -145,3 +145,50 @@ def test_pbt_over_a_script_continues_each_exploited_trial_from_its_parents_check
     # every step once, each exploit copying a better trial, and every step's score going on
     # from the score its trial (or, after an exploit, its parent) had: the checkpoint restored
     check_population(store, "toy_pbt")
+
+
+HYDRA_APP = '''
+import hydra
+from omegaconf import DictConfig
+
+
+@hydra.main(version_base=None, config_path="conf", config_name="config")
+def main(cfg: DictConfig) -> None:
+    for epoch in range(1, cfg.epochs + 1):
+        print(f"epoch={epoch} loss={abs(cfg.optim.lr - 0.1) + 1.0 / (epoch * cfg.model.width)}")
+
+
+if __name__ == "__main__":
+    main()
+'''
+HYDRA_STUDY = """\
+study: hydra-app
+objective:
+  command: python app.py hydra.run.dir={trial_dir}/hydra
+  args: hydra
+metric: loss
+mode: min
+searcher: grid
+noise: off
+budget: {max_concurrent: 2, max_steps: 3}
+parameters:
+  optim__lr: {role: nuisance, values: [0.05, 0.2]}
+  model__width: {role: scientific, values: [4, 16]}
+"""
+
+
+def test_a_hydra_app_takes_its_parameters_as_overrides(tmp_path: Path, ray_local) -> None:
+    from tests.driver.test_searchers_on_ray import run_text
+
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "config.yaml").write_text(
+        "epochs: 3\noptim: {lr: 0.5}\nmodel: {width: 8}\n")
+    (tmp_path / "app.py").write_text(textwrap.dedent(HYDRA_APP))
+    store = open_store(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    run_text(HYDRA_STUDY, store, tmp_path / "hydra.yaml")
+    trials = store.get_trials("hydra-app", measurements=True)
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * 4
+    for t in trials:  # the overrides reached the app's config: optim.lr and model.width
+        lr, width = t.config["optim__lr"], t.config["model__width"]
+        assert [m.value for m in t.measurements] == pytest.approx(
+            [abs(lr - 0.1) + 1.0 / (epoch * width) for epoch in (1, 2, 3)])
