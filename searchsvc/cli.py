@@ -89,6 +89,36 @@ def validate(specs: Annotated[list[Path], typer.Argument(help="Study files to ch
         raise typer.Exit(2)
 
 
+@app.command("import")
+def import_(
+    sweep: Annotated[Path, typer.Argument(help="A W&B sweep file (sweep.yaml).")],
+    to: Annotated[Path | None, typer.Option(
+        "--out", help="The study file to write (default: STEM-study.yaml beside the sweep).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+) -> None:
+    """Turn a W&B sweep file into a study file: its program runs as it is, its wandb.log calls
+    are the reports, every searched parameter is a nuisance one; every key that could not be
+    mapped is printed."""
+    from searchsvc import usecases
+
+    target = to or sweep.with_name(f"{sweep.stem}-study.yaml")
+    if target.exists() and not force:
+        err.print(f"{target} exists: give --out, or --force to replace it", markup=False)
+        raise typer.Exit(2)
+    try:
+        spec, unmapped = usecases.import_sweep(sweep, target)
+    except SpecError as exc:
+        for issue in exc.issues:
+            err.print(issue.render(), markup=False)
+        err.print(f"{target} written; edit it where the lines above say", markup=False)
+        raise typer.Exit(2) from None
+    out.print(f"{target}: study {spec.name!r}, searcher {spec.searcher}, "
+              f"{len(spec.parameters)} parameters", markup=False)
+    for line in unmapped:
+        out.print(f"  not mapped: {line}", markup=False)
+
+
 @app.command()
 def schema() -> None:
     """Print the JSON Schema of the study file (for editor completion)."""

@@ -478,6 +478,28 @@ def backend_options(name: str) -> type[BaseModel]:
     return options
 
 
+def import_sweep(sweep: Path, out: Path) -> tuple[StudySpec, list[str]]:
+    """Write the study file of W&B sweep file ``sweep`` to ``out`` (see
+    :mod:`searchsvc.importing`) and validate it there; (the study, what could not be mapped).
+    :class:`~searchsvc.errors.UsageError` for a file that is not a sweep, SpecError for a
+    study file that does not validate (it is written all the same, to be edited)."""
+    import yaml
+
+    from searchsvc.errors import UsageError
+    from searchsvc.importing import sweep_study
+
+    try:
+        loaded = yaml.safe_load(sweep.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(f"{sweep}: cannot read a sweep file: {exc}") from None
+    if not isinstance(loaded, dict):
+        raise UsageError(f"{sweep}: a W&B sweep file is a mapping (program, method, metric, "
+                         "parameters, ...)")
+    imported = sweep_study(loaded, sweep.stem)
+    out.write_text(yaml.safe_dump(imported.study, sort_keys=False, default_flow_style=None))
+    return validate(out), imported.unmapped
+
+
 def runs_command(spec: StudySpec) -> bool:
     """Whether ``spec``'s objective is a script its backend runs as it is (``objective:
     {command: ...}``) rather than a function a worker imports."""

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from searchsvc.backends.base import Backend
 from searchsvc.core.commands import (
     BUILTINS,
+    WANDB_METRICS,
     command_line,
     command_words,
     script_of,
@@ -33,6 +34,7 @@ from searchsvc.worker.command import (
     resumed_from,
     run_command,
     trial_environment,
+    wandb_environment,
 )
 from searchsvc.worker.context import current
 
@@ -98,10 +100,14 @@ class CommandBackend(Backend):
         env = {**os.environ, **trial_environment(
             number=context.number, seed=context.seed, max_steps=context.max_steps,
             trial_dir=trial_dir, checkpoint_dir=checkpoint_dir)}
-        pattern = re.compile(self.options.metrics) if self.options.metrics else None
+        from_wandb = self.options.metrics == WANDB_METRICS
+        if from_wandb:
+            env.update(wandb_environment(trial_dir, config))
+        pattern = (re.compile(self.options.metrics) if self.options.metrics and not from_wandb
+                   else None)
         run_command(argv, cwd=cwd, env=env, trial_dir=trial_dir, checkpoint_dir=checkpoint_dir,
                     metrics=[self.metric], pattern=pattern, report=report,
-                    stop_grace_s=float(self.options.stop_grace_s))
+                    stop_grace_s=float(self.options.stop_grace_s), reports_only=from_wandb)
 
 
 def _study_folders(spec: StudySpec) -> list[str]:

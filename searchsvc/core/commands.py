@@ -130,15 +130,20 @@ _PAIR = re.compile(r"([A-Za-z_][\w./-]*)\s*[=:]\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[e
                    r"|[-+]?(?:nan|inf|infinity)\b)", re.IGNORECASE)
 
 
-def parse_metrics(line: str, metrics: Sequence[str], pattern: re.Pattern[str] | None = None
-                  ) -> dict[str, float] | None:
+WANDB_METRICS = "wandb"  # a study's ``metrics: wandb``: reports are the script's wandb.log calls
+
+
+def parse_metrics(line: str, metrics: Sequence[str], pattern: re.Pattern[str] | None = None,
+                  *, reports_only: bool = False) -> dict[str, float] | None:
     """The metrics one line of output reports, or None when it reports none of ``metrics``
-    (the study's): a line from ``sdk.report`` inside the script, a JSON object, ``pattern``'s
-    named groups when given, else every ``name=value`` (or ``name: value``) pair with a
-    number."""
+    (the study's): a line from ``sdk.report`` (or a hooked ``wandb.log``) inside the script,
+    and unless ``reports_only``, a JSON object, ``pattern``'s named groups when given, else
+    every ``name=value`` (or ``name: value``) pair with a number."""
     text = line.strip()
     if text.startswith(REPORT_PREFIX):
         found = _numbers(json.loads(text[len(REPORT_PREFIX):]))
+    elif reports_only:
+        return None
     elif pattern is not None:
         match = pattern.search(text)
         found = _numbers(match.groupdict()) if match else {}

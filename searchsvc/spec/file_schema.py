@@ -23,6 +23,7 @@ from pydantic import (
     field_validator,
 )
 
+from searchsvc.core.commands import WANDB_METRICS
 from searchsvc.core.stopping import RuleKind
 from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
 from searchsvc.registry import Registry
@@ -252,15 +253,16 @@ class CommandFile(_FileModel):
         "A boolean in the argparse styles: `--name` when true and nothing when false (flag), "
         "or `--name=true` (value)."))
     metrics: str | None = Field(None, description=(
-        "A regular expression with named groups reading the metrics from a line of output; "
-        "default: `name=value` pairs, JSON lines or sdk.report."))
+        "A regular expression with named groups reading the metrics from a line of output, "
+        "or `wandb`: the numbers of each wandb.log call (W&B then runs offline in the "
+        "trial's folder); default: `name=value` pairs, JSON lines or sdk.report."))
     stop_grace_s: Number = Field(10.0, description=(
         "Seconds a stopped trial's script has after SIGTERM before SIGKILL."))
 
     @field_validator("metrics")
     @classmethod
     def _pattern(cls, value: str | None) -> str | None:
-        if value is not None:
+        if value is not None and value != WANDB_METRICS:
             try:
                 if not re.compile(value).groupindex:
                     raise ValueError("needs named groups, e.g. (?P<val_loss>[0-9.]+)")

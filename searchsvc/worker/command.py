@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from searchsvc.core.commands import REPORT_VARIABLE, parse_metrics
 from searchsvc.errors import ObjectiveError
@@ -49,6 +49,22 @@ CHECKPOINT_FOLDER = "checkpoint"
 
 class CommandFailed(ObjectiveError):
     """The script exited with an error; the message ends with its last lines of stderr."""
+
+
+def wandb_environment(trial_dir: Path, config: Mapping[str, Any]) -> dict[str, str]:
+    """What a script whose ``wandb.log`` calls are its reports runs with: W&B offline in the
+    trial's folder (nothing leaves the machine; ``wandb sync`` uploads it later), quiet, each
+    log call printed as a report line (:mod:`searchsvc.worker.paced`), and the trial's config
+    where a W&B sweep agent puts a run's parameters, so ``wandb.config`` holds them as it
+    does under ``wandb agent``."""
+    import yaml
+
+    params = trial_dir / "wandb-sweep-params.yaml"
+    params.write_text("wandb_version: 1\n\n" + yaml.safe_dump(
+        {name: {"value": value} for name, value in config.items()}, sort_keys=False))
+    return {"SEARCHSVC_WANDB_REPORTS": "1", "WANDB_MODE": "offline",
+            "WANDB_DIR": str(trial_dir), "WANDB_SILENT": "true",
+            "WANDB_SWEEP_PARAM_PATH": str(params)}
 
 
 def trial_environment(*, number: int, seed: int, max_steps: int | None, trial_dir: Path,
@@ -65,7 +81,7 @@ def trial_environment(*, number: int, seed: int, max_steps: int | None, trial_di
 def run_command(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], trial_dir: Path,
                 checkpoint_dir: Path, metrics: Sequence[str], pattern: re.Pattern[str] | None,
                 report: Callable[[dict[str, float], Path | None], None],
-                stop_grace_s: float) -> None:
+                stop_grace_s: float, reports_only: bool = False) -> None:
     """Run ``argv`` in ``cwd`` to its end, calling ``report(metrics, checkpoint)`` for each
     line of output that reports ``metrics`` (``checkpoint``: a copy of the checkpoint folder
     as it was when the line came, when it changed since the last report, else None). Raises
@@ -81,7 +97,7 @@ def run_command(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], trial_
         assert p.stdout is not None
         lines: queue.Queue[tuple[dict[str, float], Path | None] | None] = queue.Queue()
         reader = _Reader(p.stdout, output, lines, metrics, pattern, checkpoint_dir,
-                         Path(copies), ack_write)
+                         Path(copies), ack_write, reports_only)
         reader.start()
         try:
             while (item := _next(lines, p)) is not None:
@@ -120,8 +136,9 @@ class _Reader(threading.Thread):
     def __init__(self, stream: IO[bytes], output: IO[bytes],
                  lines: queue.Queue[tuple[dict[str, float], Path | None] | None],
                  metrics: Sequence[str], pattern: re.Pattern[str] | None, folder: Path,
-                 copies: Path, ack: int | None):
+                 copies: Path, ack: int | None, reports_only: bool = False):
         super().__init__(daemon=True)
+        self.reports_only = reports_only
         self.stream, self.output, self.lines, self.ack = stream, output, lines, ack
         self.metrics, self.pattern, self.folder, self.copies = metrics, pattern, folder, copies
         self.seen = _signature(folder)
@@ -148,7 +165,8 @@ class _Reader(threading.Thread):
                 os.write(self.ack, b"\x01")
 
     def _metrics(self, raw: bytes) -> dict[str, float] | None:
-        return parse_metrics(raw.decode(errors="replace"), self.metrics, self.pattern)
+        return parse_metrics(raw.decode(errors="replace"), self.metrics, self.pattern,
+                             reports_only=self.reports_only)
 
     def _copy(self, read_at: int) -> Path | None:
         before = _signature(self.folder)

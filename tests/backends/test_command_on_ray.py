@@ -192,3 +192,39 @@ def test_a_hydra_app_takes_its_parameters_as_overrides(tmp_path: Path, ray_local
         lr, width = t.config["optim__lr"], t.config["model__width"]
         assert [m.value for m in t.measurements] == pytest.approx(
             [abs(lr - 0.1) + 1.0 / (epoch * width) for epoch in (1, 2, 3)])
+
+
+SWEEP_PROGRAM = '''
+import wandb
+
+run = wandb.init(project="sweepdemo")
+lr, epochs = wandb.config.learning_rate, wandb.config.epochs
+for epoch in range(1, epochs + 1):
+    loss = abs(lr - 0.01) + 1.0 / epoch + (0.05 if wandb.config.optimizer == "sgd" else 0.0)
+    wandb.log({"epoch": epoch, "validation_loss": loss})
+run.finish()
+'''
+
+
+def test_a_w_and_b_sweep_from_its_docs_imports_and_runs_offline(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ray_local) -> None:
+    import yaml
+
+    from tests.test_importing import DOCS_SWEEP
+
+    sweep = {**DOCS_SWEEP, "run_cap": 3}
+    sweep["parameters"] = {**sweep["parameters"], "epochs": {"values": [2, 3]}}
+    (tmp_path / "sweep.yaml").write_text(yaml.safe_dump(sweep))
+    (tmp_path / "train.py").write_text(textwrap.dedent(SWEEP_PROGRAM))
+    monkeypatch.chdir(tmp_path)
+    assert main(["import", "sweep.yaml"]) == 0
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    assert main(["run", "sweep-study.yaml", "--storage", url, "--no-preflight"]) == 0
+    trials = open_store(url).get_trials("sweepdemo", measurements=True)
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * 3
+    for t in trials:  # wandb.config held the trial's values; each wandb.log was a step
+        c = t.config
+        assert [m.value for m in t.measurements] == pytest.approx(
+            [abs(c["learning_rate"] - 0.01) + 1.0 / e + (0.05 if c["optimizer"] == "sgd" else 0)
+             for e in range(1, c["epochs"] + 1)])
+    assert list(tmp_path.glob("wandb")) == []  # W&B wrote offline runs in the trial folders
