@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import bisect
 import functools
+import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
-
-from sortedcontainers import SortedList
 
 from searchsvc.core.direction import direction
 from searchsvc.core.stopping import ArmKey, StoppingRule
@@ -85,13 +84,14 @@ def rung_schedule(rule: StoppingRule, max_steps: int, seed: int = 0) -> Hyperban
 class _Rungs:
     """One bracket: rungs (highest first) with each trial's reward recorded at each (higher is
     better), and, for a quota, the trials that went on from each. Each rung also keeps its
-    rewards sorted, so a cutoff costs one insertion (O(log n)) rather than a pass over the rung."""
+    cutoff up to date (:class:`RunningQuantile`): O(log n) per reward, not a pass over the rung."""
 
     def __init__(self, milestones: Sequence[int], reduction_factor: float, max_steps: int,
                  quota: bool):
         self.rungs: list[tuple[int, dict[int, float]]] = [
             (m, {}) for m in sorted(milestones, reverse=True)]
-        self.ordered: dict[int, SortedList] = {m: SortedList() for m in milestones}  # no NaN
+        # each rung's cutoff, over its rewards but NaN
+        self.ordered = {m: RunningQuantile(1 - 1 / reduction_factor) for m in milestones}
         self.rf, self.max_steps, self.quota = reduction_factor, max_steps, quota
         self.promoted: dict[int, set[int]] = {m: set() for m in milestones}
         self.milestones = sorted(milestones)
@@ -102,7 +102,7 @@ class _Rungs:
         if not recorded:
             return None
         ordered = self.ordered[milestone]
-        return percentile(ordered, 1 - 1 / self.rf) if ordered else math.nan
+        return ordered.value() if len(ordered) else math.nan
 
     def record(self, milestone: int, recorded: dict[int, float], number: int,
                reward: float) -> None:
@@ -148,6 +148,7 @@ class RungRule:
         self.brackets = [_Rungs(self.schedule.milestones(b), rule.reduction_factor, max_steps,
                                 quota) for b in range(self.schedule.brackets)]
         self.assigned: dict[int, int] = {}  # trial number -> its bracket, drawn once
+        self.indices: dict[tuple[int, tuple[int, ...]], tuple[int, ...]] = {}  # see relevant
 
     def bracket_of(self, number: int) -> int:
         found = self.assigned.get(number)
@@ -173,19 +174,32 @@ class RungRule:
     def relevant(self, number: int, points: Sequence[tuple[int, float]]) -> Sequence[int]:
         """A result only counts where it records the trial at a rung: at the highest rung at or
         below its step that the trial has not reached before (as ``_Rungs.on_result`` records
-        it), below the full budget."""
-        pending = list(self.brackets[self.bracket_of(number)].milestones)  # ascending
-        found = []
-        for index, (step, _) in enumerate(points):
-            if step >= self.schedule.max_steps or not pending:
-                break
-            reached = bisect.bisect_right(pending, step)
-            if reached:
-                del pending[reached - 1]
-                found.append(index)
-        if points and (not found or found[-1] != len(points) - 1):
-            found.append(len(points) - 1)
+        it), below the full budget. The same steps in the same bracket give the same indices:
+        worked out once (the replay asks for thousands of curves on one grid)."""
+        bracket = self.bracket_of(number)
+        key = (bracket, tuple(step for step, _ in points))
+        found = self.indices.get(key)
+        if found is None:
+            found = self.indices[key] = _rung_indices(
+                self.brackets[bracket].milestones, key[1], self.schedule.max_steps)
         return found
+
+
+def _rung_indices(milestones: Sequence[int], steps: Sequence[int], max_steps: int
+                  ) -> tuple[int, ...]:
+    """:meth:`RungRule.relevant` of a curve with ``steps`` in a bracket with ``milestones``."""
+    pending = list(milestones)  # ascending
+    found = []
+    for index, step in enumerate(steps):
+        if step >= max_steps or not pending:
+            break
+        reached = bisect.bisect_right(pending, step)
+        if reached:
+            del pending[reached - 1]
+            found.append(index)
+    if steps and (not found or found[-1] != len(steps) - 1):
+        found.append(len(steps) - 1)
+    return tuple(found)
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -200,15 +214,17 @@ def _bracket_for(schedule: HyperbandSchedule, number: int) -> int:
 class PercentileRule:
     """The median rule (running means, ``keep`` 0.5) or the percentile rule (values at the
     step), judged on the trial's best value so far. Losses throughout (lower is better); each
-    step's earlier statistics are kept sorted, so a judgement costs one insertion (O(log n))."""
+    step's quantile of earlier statistics is kept up to date (:class:`RunningQuantile`), so a
+    judgement costs O(log n)."""
 
     def __init__(self, rule: StoppingRule, mode: str):
         self.rule, self.dir = rule, direction(mode)
         self.sign, self.median = self.dir.sign, rule.kind == "median"
+        self.grace = rule.grace_period
         self.keep = rule.kept_share
         self.best: dict[int, float] = {}  # trial -> best loss so far
         self.sums: dict[int, tuple[float, int]] = {}  # trial -> (sum of losses, count)
-        self.at_step: dict[int, SortedList] = {}  # step -> earlier trials' statistics
+        self.at_step: dict[int, RunningQuantile] = {}  # step -> earlier trials' statistics
 
     def judge(self, result: Result) -> Stop | None:
         number, step = result.number, result.step
@@ -219,15 +235,16 @@ class PercentileRule:
         total, count = self.sums.get(number, (0.0, 0))
         total, count = total + loss, count + 1
         self.sums[number] = total, count
+        if step < self.grace:
+            return None  # no trial is judged at this step, so none needs its statistics
         others = self.at_step.get(step)
         if others is None:
-            others = self.at_step[step] = SortedList()
-        judged = step >= self.rule.grace_period and len(others) >= MIN_SAMPLES
-        cutoff = percentile(others, self.keep) if judged else None
+            others = self.at_step[step] = RunningQuantile(self.keep)
+        cutoff = others.value() if len(others) >= MIN_SAMPLES else None
         others.add(total / count if self.median else loss)
         if cutoff is None or best <= cutoff:
             return None
-        return Stop(f"below_{self.rule.kind}", self.sign * cutoff, rung=result.step)
+        return Stop(f"below_{self.rule.kind}", self.sign * cutoff, rung=step)
 
     def restore(self, number: int, arm: ArmKey, points: Sequence[tuple[int, float]]) -> None:
         for step, value in points:
@@ -244,9 +261,47 @@ def percentile(ordered: Sequence[float], share: float) -> float:
     position = share * (len(ordered) - 1)
     low = math.floor(position)
     high = min(low + 1, len(ordered) - 1)
-    a, b, t = ordered[low], ordered[high], position - low
+    return _lerp(ordered[low], ordered[high], position - low)
+
+
+def _lerp(a: float, b: float, t: float) -> float:
     # numpy's own lerp, rounding included: a value equal to the cutoff is judged as Ray judges it
     return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t
+
+
+class RunningQuantile:
+    """The ``share`` quantile (:func:`percentile`, numpy's linear method) of the values added
+    so far, kept up to date in O(log n) per value: the lowest ``floor(share * (n - 1)) + 1``
+    values in a max-heap, the rest in a min-heap, so the two values the quantile lies between
+    are the heaps' tops. Every rule asks for the same share of a growing set, which no sorted
+    list answers as cheaply."""
+
+    def __init__(self, share: float):
+        self.share = share
+        self.lower: list[float] = []  # negated: heapq keeps a min-heap
+        self.upper: list[float] = []
+
+    def __len__(self) -> int:
+        return len(self.lower) + len(self.upper)
+
+    def add(self, value: float) -> None:
+        if self.lower and value > -self.lower[0]:
+            heapq.heappush(self.upper, value)
+        else:
+            heapq.heappush(self.lower, -value)
+        wanted = math.floor(self.share * (len(self) - 1)) + 1
+        while len(self.lower) > wanted:
+            heapq.heappush(self.upper, -heapq.heappop(self.lower))
+        while len(self.lower) < wanted:
+            heapq.heappush(self.lower, -heapq.heappop(self.upper))
+
+    def value(self) -> float:
+        """The quantile of the values added (at least one)."""
+        position = self.share * (len(self) - 1)
+        low = math.floor(position)
+        a = -self.lower[0]
+        b = self.upper[0] if self.upper and low + 1 < len(self) else a
+        return _lerp(a, b, position - low)
 
 
 # -- per arm -----------------------------------------------------------------------------------

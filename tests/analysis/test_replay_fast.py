@@ -23,7 +23,7 @@ from searchsvc.analysis.replay import (
 from searchsvc.core import Measurement, TrialRecord, TrialState
 from searchsvc.core.curve import Curve
 from searchsvc.searchers.schedule import HyperbandSchedule
-from searchsvc.searchers.stopping import decider
+from searchsvc.searchers.stopping import RunningQuantile, decider, percentile
 
 MAX_STEPS = 12
 RULES = [*default_rules(MAX_STEPS), Rule("hyperband", 1, 2.0, promotion="quota"),
@@ -127,3 +127,14 @@ def test_each_settings_steps_hours_and_bests_are_those_of_the_points_it_ran(mode
             full = min(sign * v for n in mine for v in (m.value for m in trials[n].measurements))
             kept = min(sign * v for n in mine for v in ran[n])
             assert math.isclose(setting.shortfall[f"depth={depth}"], kept - full)
+
+
+@pytest.mark.parametrize("share", [0.5, 0.25, 0.75, 1 - 1 / 3, 1 - 1 / 2, 0.0, 1.0])
+def test_a_running_quantile_is_numpys_percentile_of_every_prefix(share: float) -> None:
+    rng = random.Random(share)
+    values = [rng.choice([rng.gauss(0, 1), 0.5, -1.0]) for _ in range(300)]  # with ties
+    running = RunningQuantile(share)
+    for n, value in enumerate(values, 1):
+        running.add(value)
+        assert running.value() == np.percentile(values[:n], 100 * share), n
+        assert running.value() == percentile(sorted(values[:n]), share)
