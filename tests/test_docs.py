@@ -181,7 +181,10 @@ def test_the_readme_shows_an_objective_with_the_sdk_and_resources() -> None:
     code, study = _readme_objective()
     for used in ("sdk.report(", "sdk.max_steps(", "sdk.device()"):
         assert used in code, used
-    assert "resources: {cpu: 1, gpu: 1}" in study
+    # per-trial resources that run where the example is copied (a GPU-less laptop too), and
+    # how to ask for a GPU
+    assert yaml.safe_load(study)["resources"] == {"cpu": 1}
+    assert "gpu: 1" in study
     # the guide walks through the same script
     assert code in (ROOT / "docs" / "your-training-script.md").read_text()
 
