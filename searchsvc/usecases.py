@@ -126,19 +126,19 @@ def run(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
     options = options or RunOptions()
     searcher = create_searcher(spec)
     paths = objective_paths(spec.source.file)
-    if not preflight:
-        study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher,
-                             extra_provenance=provenance, owner=owner, search_paths=paths)
-        return _run_and_report(study, store, options, spec, searcher)
+    # Ray first: a cluster that cannot be reached (or a refused address) fails the run before
+    # an existing study of the name is replaced
     with ray_session(spec, options, search_paths=paths):
-        checked = run_preflight(spec, searcher=searcher, search_paths=paths)
-        if on_preflight is not None:
-            on_preflight(checked)
-        raise_if_failed(checked)
+        checked = run_preflight(spec, searcher=searcher, search_paths=paths) if preflight else None
+        if checked is not None:
+            if on_preflight is not None:
+                on_preflight(checked)
+            raise_if_failed(checked)
         study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher,
                              extra_provenance=provenance, owner=owner, search_paths=paths)
-        study = store.update_study(study.name, provenance={**study.provenance,
-                                                           "preflight": checked.to_dict()})
+        if checked is not None:
+            study = store.update_study(study.name, provenance={
+                **study.provenance, "preflight": checked.to_dict()})
         return _run_and_report(study, store, options, spec, searcher)
 
 

@@ -42,6 +42,17 @@ def test_list_and_show(searchsvc_home: Path, capsys) -> None:
     assert "2 completed, 1 failed" in shown
     assert shown.index("0.1") < shown.index("0.4")  # best first
     assert "2/3" in shown  # retrospective best step of trial 0
+    assert "trial 2 (failed):\n  Traceback...\n  RuntimeError: boom" in shown  # its error's end
+
+
+def test_a_run_refused_by_its_cluster_address_replaces_no_study(searchsvc_home: Path,
+                                                                capsys) -> None:
+    store = seeded_store(searchsvc_home)
+    for preflight in (["--no-preflight"], []):
+        code = main(["run", str(ROOT / "spaces" / "quickstart.yaml"), "--overwrite",
+                     "--address", "ray://127.0.0.1:1", *preflight])
+        assert code != 0 and "Ray Client (ray://) is not supported" in capsys.readouterr().err
+        assert len(store.get_trials("quickstart")) == 3  # the study it would replace is kept
 
 
 def test_list_fits_80_columns_with_the_best_values_whole(searchsvc_home: Path, capsys,
