@@ -25,7 +25,7 @@ from searchsvc.service.access import REPORT_FORMATS, ServiceStudies
 
 COOKIE = "searchsvc_token"
 REFRESH_S = 5  # how often a page with a live study reloads itself
-MAX_ERROR_CHARS = 160  # a trial's error in the table; the report has it whole
+MAX_ERROR_CHARS = 160  # a trial's error's end in the table; its page has it whole
 MAX_TRIAL_ROWS = 500  # a study page stays light; trials.csv has every trial
 LIVE_STATES = (StudyState.CREATED, StudyState.RUNNING)
 MISSING = "\N{EN DASH}"  # an empty cell
@@ -280,8 +280,7 @@ def _trial_rows(study: StudyRecord, trials: Sequence[TrialRecord], sort: str
                      "attempts": t.attempts, "node": _short_node(t.node), "full_node": t.node,
                      "repeat_of": t.repeat_of, "seed": t.seed,
                      "is_best": best is not None and t.number == best.number,
-                     "error": error if len(error) <= MAX_ERROR_CHARS
-                     else error[:MAX_ERROR_CHARS] + "…", "full_error": error})
+                     "error": _error_end(error), "full_error": error})
     return rows
 
 
@@ -341,3 +340,11 @@ def _number(value: Any) -> str:
         return str(value)
     return f"{value:.4g}"
 
+
+def _error_end(error: str) -> str:
+    """The end of a trial's error for the study's table (core.failures.error_tail: the
+    exception, or a command's last lines of stderr), at most MAX_ERROR_CHARS."""
+    from searchsvc.core.failures import error_tail
+
+    end = " · ".join(error_tail(error, 3))
+    return end if len(end) <= MAX_ERROR_CHARS else "…" + end[-MAX_ERROR_CHARS:]

@@ -176,3 +176,24 @@ def test_a_failed_studys_page_says_why_it_failed(client: TestClient, store: Stor
     page = client.get("/ui/studies/quickstart").text
     assert ('<p class="error" id="failure">Why it failed: its driver exited with code 1 '
             "&lt;3 times&gt;</p>") in page
+
+
+def test_a_failed_trials_row_shows_its_errors_end_and_its_page_the_whole(
+        client: TestClient, store: Store) -> None:
+    token = store.create_token("ada")
+    assert client.post("/studies", content=SPEC, headers=auth(token)).status_code == 201
+    study = store.get_study("quickstart")
+    trial = store.start_trial(study.id, number=0, config={"lr": 0.5}, arm={}, seed=1).id
+    frames = "".join(f'  File "/site-packages/ray/x.py", line {n}, in f\n' for n in range(40))
+    error = ("Failure # 1 (occurred at 2026-11-28)\n\x1b[36mray::ImplicitFunc.train()\x1b[39m\n"
+             f"Traceback (most recent call last):\n{frames}"
+             "searchsvc.worker.command.CommandFailed: command 'python train.py' exited with "
+             "code 1:\n  File \"train.py\", line 22, in <module>\n"
+             "RuntimeError: diverged at epoch 2")
+    store.finish_trial(trial, TrialState.FAILED, error=error)
+    page = client.get("/ui/studies/quickstart", headers=auth(token)).text
+    cell = page[page.index('<td class="error"'):]
+    cell = cell[:cell.index("</td>")]
+    assert "RuntimeError: diverged at epoch 2" in cell and "Failure # 1" not in cell.split(">")[-1]
+    whole = client.get("/ui/studies/quickstart/trials/0", headers=auth(token)).text
+    assert "Failure # 1" in whole and "RuntimeError: diverged at epoch 2" in whole
