@@ -40,7 +40,7 @@ study: scale
 objective: trivial:train
 metric: loss
 mode: min
-searcher: random
+searcher: {searcher}
 seed: 0
 noise: off
 budget: {{trials: {trials}, max_steps: {steps}, max_concurrent: {concurrency}}}
@@ -96,6 +96,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--block", type=int, default=1_000)
+    parser.add_argument("--searcher", default="random",
+                        help="the study's searcher (bayesian: TPE, to see the suggestion cost)")
     parser.add_argument("--code", type=Path, default=None,
                         help="the checkout whose searchsvc runs (default: this one)")
     parser.add_argument("--json", type=Path, default=None)
@@ -108,13 +110,14 @@ def main() -> None:
         env["SEARCHSVC_HOME"] = str(folder / "home")
         (folder / "trivial.py").write_text(textwrap.dedent(OBJECTIVE.format(steps=args.steps)))
         (folder / "study.yaml").write_text(STUDY.format(
-            trials=args.trials, steps=args.steps, concurrency=args.concurrency))
+            trials=args.trials, steps=args.steps, concurrency=args.concurrency,
+            searcher=args.searcher))
         wall, peak_mb = run_study(folder, env)
         rates = block_rates(folder / "db.sqlite", args.block)
         replay_s = replay_seconds(folder, env)
     ratio = rates[-1] / rates[0]
-    print(f"{args.trials} trials x {args.steps} steps, {args.concurrency} at a time: "
-          f"{wall:.0f} s; per {args.block} trials: " + " ".join(f"{r:.1f}" for r in rates)
+    print(f"{args.searcher}: {args.trials} trials x {args.steps} steps, {args.concurrency} at "
+          f"a time: {wall:.0f} s; per {args.block} trials: " + " ".join(f"{r:.1f}" for r in rates)
           + " trials/s")
     print("\n| measure | value | target | verdict |\n|---|---|---|---|")
     for name, value, target, ok in [
@@ -128,7 +131,8 @@ def main() -> None:
         print(f"| {name} | {value} | {target} | {verdict} |")
     if args.json:
         args.json.write_text(json.dumps({
-            "trials": args.trials, "steps": args.steps, "concurrency": args.concurrency,
+            "searcher": args.searcher, "trials": args.trials, "steps": args.steps,
+            "concurrency": args.concurrency,
             "wall_s": wall, "block_rates": rates, "ratio": ratio, "peak_rss_mb": peak_mb,
             "replay_s": replay_s}, indent=1))
 
