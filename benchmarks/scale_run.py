@@ -41,6 +41,7 @@ objective: trivial:train
 metric: loss
 mode: min
 searcher: {searcher}
+searcher_options: {options}
 seed: 0
 noise: off
 budget: {{trials: {trials}, max_steps: {steps}, max_concurrent: {concurrency}}}
@@ -97,7 +98,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--block", type=int, default=1_000)
     parser.add_argument("--searcher", default="random",
-                        help="the study's searcher (bayesian: TPE, to see the suggestion cost)")
+                        help="the study's searcher (bayesian, to see the suggestion cost)")
+    parser.add_argument("--searcher-options", default="{}",
+                        help="its options, as YAML (e.g. '{sampler: tpe}')")
     parser.add_argument("--code", type=Path, default=None,
                         help="the checkout whose searchsvc runs (default: this one)")
     parser.add_argument("--json", type=Path, default=None)
@@ -111,7 +114,7 @@ def main() -> None:
         (folder / "trivial.py").write_text(textwrap.dedent(OBJECTIVE.format(steps=args.steps)))
         (folder / "study.yaml").write_text(STUDY.format(
             trials=args.trials, steps=args.steps, concurrency=args.concurrency,
-            searcher=args.searcher))
+            searcher=args.searcher, options=args.searcher_options))
         wall, peak_mb = run_study(folder, env)
         rates = block_rates(folder / "db.sqlite", args.block)
         replay_s = replay_seconds(folder, env)
