@@ -20,19 +20,25 @@ trials. The recommended setting is the one that keeps the best and saves the mos
 from __future__ import annotations
 
 import bisect
-import heapq
 import itertools
 import math
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from searchsvc.core import TrialRecord, TrialState
-from searchsvc.core.curve import Curve, best_of
+from searchsvc.core.curve import best_of
 from searchsvc.core.direction import direction
 from searchsvc.core.judging import ranked
 from searchsvc.core.stopping import RULE_KINDS, ArmKey, StoppingRule, arm_key
-from searchsvc.searchers.stopping import ByArm, Result, decider
+
+# The replay of the rules themselves, light to import (a second process runs part of it);
+# re-exported here, where the replay's users find it.
+from searchsvc.searchers.stopping_replay import ReplayCurve as ReplayCurve
+from searchsvc.searchers.stopping_replay import interleave as interleave
+from searchsvc.searchers.stopping_replay import one_grid as one_grid
+from searchsvc.searchers.stopping_replay import replay_rule as replay_rule
+from searchsvc.searchers.stopping_replay import replay_rules
 from searchsvc.spec import StudySpec
 
 Rule = StoppingRule  # the replay's name for a setting
@@ -42,16 +48,6 @@ MIN_TRIALS = 4  # fewer full curves: nothing to replay
 TOP_K = 3  # the study's best trials every recommended setting must keep
 REDUCTION_FACTORS = (2.0, 3.0)
 KEEP_SHARES = (0.5, 0.25)  # percentile rule: the share of each step's values a trial must be in
-
-
-@dataclass(frozen=True)
-class ReplayCurve:
-    """A trial's full curve and what each of its steps cost."""
-
-    number: int
-    points: Curve  # (step, value), finite values only
-    step_hours: Mapping[int, float] = field(default_factory=dict)  # step -> working hours
-    arm: ArmKey = ()  # its scientific arm (arm_key)
 
 
 @dataclass(frozen=True)
@@ -157,88 +153,6 @@ def default_rules(max_steps: int) -> list[Rule]:
 
 # -- the replay --------------------------------------------------------------------------------
 
-def interleave(curves: Sequence[ReplayCurve], concurrency: int,
-               stopped: Mapping[int, int] | None = None,
-               relevant: Callable[[ReplayCurve], Sequence[int]] | None = None
-               ) -> Iterator[Result]:
-    """The results in the order a study running ``concurrency`` trials at once would report
-    them: ``curves`` start in their order, each step takes one unit of time, and a trial that
-    ends (its curve, or ``stopped[number]``: the step it stops after) frees its slot for the
-    next one. Results reported at the same time come in the order their trials started.
-    ``relevant``: of each curve, only the indices it gives (its last one among them) are
-    reported, at the times they would have been: the order of those is unchanged."""
-    stopped = stopped if stopped is not None else {}
-    queue = list(reversed(curves))
-    # (time, start order, position in its indices, its indices, curve)
-    running: list[tuple[int, int, int, Sequence[int], ReplayCurve]] = []
-    started = 0
-
-    def start(now: int) -> None:
-        nonlocal started
-        while queue and len(running) < max(1, concurrency):
-            curve = queue.pop()
-            indices = range(len(curve.points)) if relevant is None else relevant(curve)
-            heapq.heappush(running, (now + 1 + indices[0], started, 0, indices, curve))
-            started += 1
-
-    start(0)
-    while running:
-        now, order, position, indices, curve = heapq.heappop(running)
-        index = indices[position]
-        step, value = curve.points[index]
-        yield Result(curve.number, step, value, curve.arm)
-        if position + 1 < len(indices) and stopped.get(curve.number) != step:
-            heapq.heappush(running, (now + indices[position + 1] - index, order, position + 1,
-                                     indices, curve))
-        else:
-            start(now)
-
-
-def one_grid(curves: Sequence[ReplayCurve]) -> bool:
-    """Whether every curve's steps are a prefix of the longest curve's."""
-    steps = [step for step, _ in max((c.points for c in curves), key=len, default=())]
-    return all([step for step, _ in c.points] == steps[:len(c.points)] for c in curves)
-
-
-def replay_rule(rule: Rule, curves: Sequence[ReplayCurve], max_steps: int, mode: str,
-                concurrency: int = 1, seed: int = 0, *, grid: bool | None = None
-                ) -> dict[int, int]:
-    """Trial number -> the step after which ``rule`` stops it, over ``curves`` run with
-    ``concurrency`` trials at once (stopped trials free their slot earlier); ``seed``: the
-    study's, which draws Hyperband brackets. Only the results that can matter to the rule
-    are judged (``Decider.relevant``): a rung rule looks at a few steps of each curve. Curves
-    on one grid (``grid``; None: :func:`one_grid` finds out) are judged trial by trial
-    (:func:`_judge_in_start_order`), others as :func:`interleave` orders them."""
-    decide = decider(rule, max_steps, mode, seed)
-    stopped: dict[int, int] = {}
-    if one_grid(curves) if grid is None else grid:
-        _judge_in_start_order(decide, curves, stopped)
-        return stopped
-    results = interleave(curves, concurrency, stopped,
-                         lambda c: decide.relevant(c.number, c.arm, c.points))
-    for result in results:
-        if decide.judge(result) is not None:
-            stopped[result.number] = result.step
-    return stopped
-
-
-def _judge_in_start_order(decide: ByArm, curves: Sequence[ReplayCurve],
-                          stopped: dict[int, int]) -> None:
-    """Judge the results of :func:`interleave` trial after trial, in the order the trials
-    start (each up to its stop), recording stops in ``stopped``. Where every curve's steps are
-    a prefix of one sequence (:func:`one_grid`), each trial reports each step after every
-    trial that started before it, so a rule that compares trials at the same step (the rungs,
-    the per-step statistics) decides the same on this order, at any concurrency."""
-    for curve in curves:
-        number, arm, points = curve.number, curve.arm, curve.points
-        judge = decide.of(arm).judge
-        for index in decide.relevant(number, arm, points):
-            step, value = points[index]
-            if judge(Result(number, step, value, arm)) is not None:
-                stopped[number] = step
-                break
-
-
 def replay_curves(trials: Sequence[TrialRecord], metric: str,
                   scientific: Sequence[str] = ()) -> list[ReplayCurve]:
     """Each trial's curve of ``metric`` (latest attempt) with its steps' working hours from
@@ -303,13 +217,13 @@ def replay_study(trials: Sequence[TrialRecord], metric: str, mode: str, max_step
         noise, noise_method = proxy_noise(curves, finals, mode), NOISE_PROXY
     chosen = [replace(r, per_arm=per_arm) for r in
               (rules if rules is not None else default_rules(max_steps)) if r.kind in kinds]
-    totals, grid = _Totals.of(curves, mode), one_grid(curves)
+    totals = _Totals.of(curves, mode)
     rhos = {g: rank_correlation(curves, finals, g) for g in {r.grace_period for r in chosen}}
+    stops = replay_rules(chosen, curves, max_steps, mode, concurrency, seed)
     settings = tuple(
-        _setting(rule, replay_rule(rule, curves, max_steps, mode, concurrency, seed, grid=grid),
-                 curves,
-                 totals, top, mode, gpu_per_trial, noise, rhos[rule.grace_period])
-        for rule in chosen)
+        _setting(rule, stopped, curves, totals, top, mode, gpu_per_trial, noise,
+                 rhos[rule.grace_period])
+        for rule, stopped in zip(chosen, stops, strict=True))
     recommended, reason = recommend(settings, top, curves, finals, mode,
                                     noise=noise, noise_method=noise_method)
     return Replay(metric, mode, max_steps, concurrency, len(curves), top,

@@ -138,3 +138,27 @@ def test_a_running_quantile_is_numpys_percentile_of_every_prefix(share: float) -
         running.add(value)
         assert running.value() == np.percentile(values[:n], 100 * share), n
         assert running.value() == percentile(sorted(values[:n]), share)
+
+
+@pytest.mark.parametrize("second_process", ["works", "fails"])
+def test_a_large_replay_split_over_two_processes_stops_the_same_trials(
+        monkeypatch: pytest.MonkeyPatch, second_process: str) -> None:
+    from searchsvc.searchers import stopping_replay
+
+    curves = random_curves(random.Random(8), ragged=False)
+    alone = [replay_rule(rule, curves, MAX_STEPS, "min", 2, 3) for rule in RULES]
+    monkeypatch.setattr(stopping_replay, "PARALLEL_RESULTS", 1)
+    monkeypatch.setattr(stopping_replay.os, "cpu_count", lambda: 2)
+    if second_process == "fails":  # a Python that cannot start: this process does it all
+        monkeypatch.setattr(stopping_replay.sys, "executable", "/nonexistent/python")
+    runs: list[int] = []
+    original = stopping_replay.subprocess.run
+
+    def run(*args, **kwargs):  # type: ignore[no-untyped-def]
+        done = original(*args, **kwargs)
+        runs.append(done.returncode)
+        return done
+
+    monkeypatch.setattr(stopping_replay.subprocess, "run", run)
+    assert stopping_replay.replay_rules(RULES, curves, MAX_STEPS, "min", 2, 3) == alone
+    assert runs == ([0] if second_process == "works" else [])  # it did replay half
