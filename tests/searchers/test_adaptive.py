@@ -197,3 +197,12 @@ def test_searcher_specific_errors_are_clear(name: str, options: str, needle: str
     with pytest.raises(SpecError) as info:
         create_searcher(parse_spec(text))
     assert needle in str(info.value)
+
+
+def test_auto_uses_the_gp_for_a_small_flat_space_only_while_its_arms_stay_short() -> None:
+    from searchsvc.searchers.bayesian import AUTO_GP_MAX_TRIALS
+
+    assert searcher(BRANIN, "bayesian", trials=AUTO_GP_MAX_TRIALS).sampler == "gp"
+    assert searcher(BRANIN, "bayesian", trials=AUTO_GP_MAX_TRIALS + 1).sampler == "tpe"
+    assert searcher(NAS_SPACE, "bayesian", trials=40).sampler == "tpe"  # conditions
+    assert searcher(BRANIN, "bayesian", "{sampler: gp}", trials=2_000).sampler == "gp"
