@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from searchsvc.backends import backend_class
 from searchsvc.core import StudyRecord
 from searchsvc.core.judging import USABLE_STATES
 from searchsvc.driver.progress import Progress
@@ -24,6 +25,8 @@ from searchsvc.tracking import Tracker
 from searchsvc.worker.context import META_KEY
 from searchsvc.worker.shadowing import named_shadowing
 from searchsvc.worker.workdir import NO_TRIAL_DIR_CHANGE
+
+COMMAND_CHECKPOINTS_KEPT = 2  # per trial of a command objective without checkpoints.keep_best
 
 if TYPE_CHECKING:
     from searchsvc.driver.tune_search import Stage
@@ -113,6 +116,10 @@ def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any) ->
     from searchsvc.driver.callbacks import StudyStopper
 
     keep = spec.checkpoints.keep_best
+    if keep is None and backend_class(spec.backend).runs_commands:
+        # a script's checkpoint folder goes with every report after it changed: keep the
+        # latest two (PBT, retries and the next report need only the latest), not every epoch's
+        keep = COMMAND_CHECKPOINTS_KEPT
     return tune.RunConfig(
         name=run_name,
         storage_path=str(storage),
@@ -125,7 +132,8 @@ def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any) ->
         # (from whichever node ran it) as it reports and when it ends.
         sync_config=tune.SyncConfig(sync_artifacts=True),
         checkpoint_config=tune.CheckpointConfig(
-            num_to_keep=keep, checkpoint_score_attribute=spec.metric if keep else None,
+            num_to_keep=keep,
+            checkpoint_score_attribute=spec.metric if spec.checkpoints.keep_best else None,
             checkpoint_score_order=spec.mode,
         ),
         failure_config=tune.FailureConfig(max_failures=spec.budget.max_failures),

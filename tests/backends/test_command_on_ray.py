@@ -85,6 +85,10 @@ def test_asha_stops_a_scripts_trials_and_every_stopped_script_is_gone(
                                                         abs=1e-5)
     pids = [int(p.name) for p in (folder / "pids").iterdir()]
     assert len(pids) == len(values) and not any(running(p) for p in pids)
+    # each epoch's checkpoint went with its report; only the latest two of each trial are kept
+    results = Path(open_store(url).get_study("cmd-asha").results_dir or "")
+    kept = {t: len(list(t.glob("checkpoint_*"))) for t in results.glob("ray/run-*/trial_*")}
+    assert len(kept) == len(values) and max(kept.values()) == 2, kept
 
 
 def test_a_script_that_raises_shows_its_stderr_in_show_and_the_report(
