@@ -97,7 +97,8 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
             trial_dirname_creator=_trial_dirname,
             trial_name_creator=_trial_dirname,
         ),
-        run_config=_run_config(spec, run_name, storage, callback),
+        run_config=_run_config(spec, run_name, storage, callback,
+                               population=isinstance(schedule, PopulationSchedule)),
     )
     progress.start(repeats_note(len(pending)) if isinstance(searcher, RepeatSearcher) else None)
     raycompat.tag_callbacks_without_integrations()
@@ -108,7 +109,8 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     return callback
 
 
-def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any) -> Any:
+def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any, *,
+                population: bool = False) -> Any:
     """Ray Tune's run settings: where it keeps the run, the study's stop rule, its callback,
     checkpoints kept and retries."""
     from ray import tune
@@ -116,9 +118,10 @@ def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any) ->
     from searchsvc.driver.callbacks import StudyStopper
 
     keep = spec.checkpoints.keep_best
-    if keep is None and backend_class(spec.backend).runs_commands:
+    if keep is None and backend_class(spec.backend).runs_commands and not population:
         # a script's checkpoint folder goes with every report after it changed: keep the
-        # latest two (PBT, retries and the next report need only the latest), not every epoch's
+        # latest two (retries need only the latest), not every epoch's. PBT keeps them all:
+        # its exploits restore checkpoints a later one would have deleted
         keep = COMMAND_CHECKPOINTS_KEPT
     return tune.RunConfig(
         name=run_name,
