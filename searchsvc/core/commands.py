@@ -4,7 +4,7 @@ reported metrics. Pure: the study file's checks and the worker that runs the scr
 them, so what ``validate`` accepts is what a trial runs.
 
 **Arguments.** Each parameter of the trial's config (conditional ones only when active) is
-passed in the style the script takes (:data:`ARG_STYLES`): ``equals`` ``--name=value``
+passed in the style the script takes (:data:`ArgStyle`): ``equals`` ``--name=value``
 (argparse, the default), ``space`` ``--name value``, ``hydra`` ``name=value`` overrides
 (``a__b`` becomes the dotted ``a.b``), or ``none``. ``names`` renames a parameter on the
 command line (``batch_size: batch-size``, ``width: model.width``). A boolean is a flag in the
@@ -29,7 +29,6 @@ from typing import Any, Literal
 # What a study file's ``objective: {command: ...}`` becomes as its objective: nothing a worker
 # imports (the backend that ``runs_commands`` runs the script itself).
 COMMAND_OBJECTIVE = "searchsvc.backends.command:script"
-ARG_STYLES = ("equals", "space", "hydra", "none")
 ArgStyle = Literal["equals", "space", "hydra", "none"]
 # What a placeholder may name besides the parameters: the trial's own values, which the
 # script also finds in its environment (``SEARCHSVC_<NAME>``).

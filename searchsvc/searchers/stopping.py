@@ -18,7 +18,6 @@ resumed study assigns the same ones.
 from __future__ import annotations
 
 import bisect
-import functools
 import heapq
 import math
 from collections.abc import Callable, Sequence
@@ -153,7 +152,7 @@ class RungRule:
     def bracket_of(self, number: int) -> int:
         found = self.assigned.get(number)
         if found is None:
-            found = self.assigned[number] = _bracket_for(self.schedule, number)
+            found = self.assigned[number] = self.schedule.bracket_for(number)
         return found
 
     def judge(self, result: Result) -> Stop | None:
@@ -202,13 +201,6 @@ def _rung_indices(milestones: Sequence[int], steps: Sequence[int], max_steps: in
     return tuple(found)
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _bracket_for(schedule: HyperbandSchedule, number: int) -> int:
-    """:meth:`HyperbandSchedule.bracket_for`, drawn once per schedule and trial: the replay
-    asks it again for every setting and arm."""
-    return schedule.bracket_for(number)
-
-
 # -- median and percentile rules ---------------------------------------------------------------
 
 class PercentileRule:
@@ -255,22 +247,13 @@ class PercentileRule:
         return range(len(points))
 
 
-def percentile(ordered: Sequence[float], share: float) -> float:
-    """The ``share`` quantile of sorted ``ordered``, interpolated linearly between the two
-    nearest values (numpy's default method)."""
-    position = share * (len(ordered) - 1)
-    low = math.floor(position)
-    high = min(low + 1, len(ordered) - 1)
-    return _lerp(ordered[low], ordered[high], position - low)
-
-
 def _lerp(a: float, b: float, t: float) -> float:
     # numpy's own lerp, rounding included: a value equal to the cutoff is judged as Ray judges it
     return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t
 
 
 class RunningQuantile:
-    """The ``share`` quantile (:func:`percentile`, numpy's linear method) of the values added
+    """The ``share`` quantile (numpy's ``percentile``, its linear method) of the values added
     so far, kept up to date in O(log n) per value: the lowest ``floor(share * (n - 1)) + 1``
     values in a max-heap, the rest in a min-heap, so the two values the quantile lies between
     are the heaps' tops. Every rule asks for the same share of a growing set, which no sorted

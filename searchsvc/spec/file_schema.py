@@ -23,7 +23,7 @@ from pydantic import (
     field_validator,
 )
 
-from searchsvc.core.commands import WANDB_METRICS
+from searchsvc.core.commands import WANDB_METRICS, ArgStyle
 from searchsvc.core.stopping import RuleKind
 from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
 from searchsvc.registry import Registry
@@ -244,7 +244,7 @@ class CommandFile(_FileModel):
         "The command, as a shell would split it (no shell runs): `python` is the workers' "
         "Python. `{name}` places a parameter's value or a trial's own (trial, seed, trial_dir, "
         "checkpoint_dir, max_steps)."))
-    args: Literal["equals", "space", "hydra", "none"] = Field("equals", description=(
+    args: ArgStyle = Field("equals", description=(
         "How parameters are passed: `--name=value` (equals), `--name value` (space), Hydra "
         "`name=value` overrides (hydra; `a__b` is `a.b`), or only by placeholders (none)."))
     names: dict[str, str] = Field(default_factory=dict, description=(

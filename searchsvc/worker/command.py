@@ -22,6 +22,7 @@ stopped.
 from __future__ import annotations
 
 import collections
+import itertools
 import os
 import queue
 import re
@@ -38,7 +39,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
-from searchsvc.core.commands import REPORT_VARIABLE, parse_metrics
+from searchsvc.core.commands import PYTHONS, REPORT_VARIABLE, parse_metrics
 from searchsvc.errors import ObjectiveError
 from searchsvc.worker.context import current
 
@@ -142,6 +143,7 @@ class _Reader(threading.Thread):
         self.stream, self.output, self.lines, self.ack = stream, output, lines, ack
         self.metrics, self.pattern, self.folder, self.copies = metrics, pattern, folder, copies
         self.seen = _signature(folder)
+        self.copied = itertools.count()  # names the copies
 
     def run(self) -> None:
         try:
@@ -172,7 +174,7 @@ class _Reader(threading.Thread):
         before = _signature(self.folder)
         if not before or before == self.seen or max(m for _, _, m in before) > read_at:
             return None
-        copy = self.copies / f"{len(list(self.copies.iterdir()))}-{read_at}"
+        copy = self.copies / str(next(self.copied))
         shutil.copytree(self.folder, copy)
         if _signature(self.folder) != before:
             shutil.rmtree(copy, ignore_errors=True)
@@ -310,7 +312,7 @@ def python_executable() -> str:
 
 def resolve_program(words: Sequence[str]) -> list[str]:
     """``words`` with a leading ``python``/``python3`` turned into the worker's Python."""
-    if words and words[0] in ("python", "python3"):
+    if words and words[0] in PYTHONS:
         return [python_executable(), *words[1:]]
     return list(words)
 
