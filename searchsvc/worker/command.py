@@ -131,8 +131,10 @@ class _Reader(threading.Thread):
     """Reads the script's output as it prints it (while the trial's thread may wait in a
     report), keeps it in stdout.log, and queues each metrics line with a copy of the
     checkpoint folder taken at once. A copy counts only when every file in it was written
-    before the line was read and none changed while it was copied: never a checkpoint newer
-    than its line, never a half-written one. None on the queue: the output ended."""
+    before the line was read, no later metrics line was waiting and none changed while it was
+    copied: never a half-written one. A paced script waits for each line to be read, so its
+    copy is the folder as the line was printed; another program may have written its next
+    checkpoint by then. None on the queue: the output ended."""
 
     def __init__(self, stream: IO[bytes], output: IO[bytes],
                  lines: queue.Queue[tuple[dict[str, float], Path | None] | None],

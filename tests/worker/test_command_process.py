@@ -72,15 +72,16 @@ def test_each_metrics_line_is_a_report_with_the_checkpoint_written_before_it(
     assert "a log line" in (tmp_path / "trial" / "stdout.log").read_text()
 
 
-def test_another_programs_reports_never_carry_a_checkpoint_newer_than_their_line(
+def test_another_programs_checkpoints_go_with_the_line_they_were_read_with(
         tmp_path: Path) -> None:
-    # Unpaced, the script runs ahead of its reports, so which lines find a new checkpoint
-    # depends on timing, except that the last line's checkpoint is the final one.
+    # Unpaced, the script runs ahead of its reports: a checkpoint it writes just after a line
+    # may be in the folder when that line is read, so it can go with the line before its own,
+    # never further back, and every checkpoint written goes with some report, once.
     seen = run(tmp_path, shell=True)
     assert [m["epoch"] for m, _ in seen] == [1.0, 2.0, 3.0, 4.0]
     carried = [(int(m["epoch"]), c) for m, c in seen if c is not None]
-    assert all(int(c) == epoch - epoch % 2 for epoch, c in carried)
-    assert len({c for _, c in carried}) == len(carried) and carried[-1] == (4, "4")
+    assert all(c in ("2", "4") and int(c) <= epoch + 1 for epoch, c in carried)
+    assert len({c for _, c in carried}) == len(carried) and carried[-1][1] == "4"
 
 
 def test_a_failing_script_fails_the_trial_with_its_last_lines_of_stderr(tmp_path: Path) -> None:
