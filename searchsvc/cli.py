@@ -668,7 +668,8 @@ def serve(
     address: AddressOpt = None,
     max_running: Annotated[int, typer.Option(help="Studies run at once.")] = 1,
     num_cpus: Annotated[int | None, typer.Option(
-        "--num-cpus", help="CPUs of each study's embedded Ray (without --address).")] = None,
+        "--num-cpus", help="CPUs of the Ray the service starts for its studies (without "
+        "--address).")] = None,
     driver_niceness: Annotated[int | None, typer.Option(
         min=0, max=19, help="Nice value of each study's driver and the Ray it starts (its "
         "whole session): the API stays responsive while studies run. 0 runs them at the "
@@ -691,7 +692,9 @@ def serve(
         "before it is answered 503.")] = 10.0,
 ) -> None:
     """Run the REST API (OpenAPI at /docs and /openapi.json) and the studies submitted to it,
-    each in its own driver process, on the Ray cluster at --address (else embedded Ray)."""
+    each in its own driver process, on the Ray cluster at --address, else on one Ray the service
+    starts on this machine for every study (it outlives the service: a restarted service
+    attaches to it; `ray stop` ends it)."""
     from searchsvc.codebundle import BundleLimits
     from searchsvc.service import ServiceConfig, create_app, serve_app
     from searchsvc.service.config import server_limits
@@ -709,6 +712,7 @@ def serve(
     store = _store(storage, store_outage)
     scheduler = StudyScheduler(store, address=address, max_running=max_running,
                                num_cpus=num_cpus, logs=searchsvc_home() / "service-logs",
+                               home=searchsvc_home(),
                                **({} if driver_niceness is None
                                   else {"driver_niceness": driver_niceness}))
     api = create_app(store, config, scheduler)

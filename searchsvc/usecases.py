@@ -533,6 +533,8 @@ _EXPORTED = {
     "objective_ref": "searchsvc.worker.objective:objective_ref",  # module:qualname
     "give_objective": "searchsvc.worker.objective:give_objective",  # in this process
     "backend_names": "searchsvc.backends:backend_names",  # the registered backends
+    "own_ray_head": "searchsvc.driver.head:own_head",  # the service's one Ray, or a new one
+    "stop_ray_head": "searchsvc.driver.head:stop_head",  # and what ends it
 }
 
 if TYPE_CHECKING:
@@ -541,6 +543,8 @@ if TYPE_CHECKING:
     from searchsvc.analysis.summary import summarize as summary  # noqa: F401
     from searchsvc.analysis.telemetry import trial_telemetry as trial_telemetry
     from searchsvc.backends import backend_names as backend_names
+    from searchsvc.driver.head import own_head as own_ray_head  # noqa: F401
+    from searchsvc.driver.head import stop_head as stop_ray_head  # noqa: F401
     from searchsvc.report.charts.campaign import campaign_figure as campaign_figure
     from searchsvc.report.charts.campaign import campaign_plot as campaign_plot
     from searchsvc.report.charts.progress import progress_figure as progress_figure

@@ -1,7 +1,9 @@
 """Runs the service's studies: each in its own ``searchsvc resume`` process (its own Ray driver,
 so studies never share Tune's state and a crash takes one study down, not the service), at most
-``max_running`` at a time, oldest first. A study left ``running`` by a driver that died (the
-service or its machine was killed) is resumed; cancel stops a study like Ctrl-C does."""
+``max_running`` at a time, oldest first, all on one Ray: the cluster at ``--address``, else a
+head the service starts on loopback (``searchsvc.driver.head``) and keeps across restarts. A
+study left ``running`` by a driver that died (the service or its machine was killed) is
+resumed; cancel stops a study like Ctrl-C does."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from searchsvc.core import StudyRecord, StudyState
 from searchsvc.core.judging import FAILURE_KEY
@@ -35,12 +38,16 @@ MAX_FAILED_LAUNCHES = 3
 class StudyScheduler:
     def __init__(self, store: Store, *, address: str | None = None, max_running: int = 1,
                  num_cpus: int | None = None, logs: Path | None = None, poll_s: float = 0.5,
-                 driver_niceness: int = DRIVER_NICENESS):
+                 driver_niceness: int = DRIVER_NICENESS, home: Path | None = None):
         if not 0 <= driver_niceness <= 19:
             raise ValueError(f"driver niceness must be in 0..19 (got {driver_niceness})")
         self.driver_niceness = driver_niceness
         self.store, self.address, self.max_running = store, address, max_running
         self.num_cpus, self.logs, self.poll_s = num_cpus, logs, poll_s
+        # Without --address: the head this service runs its studies on, recorded in ``home``
+        # (started or attached in the scheduling thread, before the first study launches).
+        self.home = home
+        self.head: Any = None  # a searchsvc.driver.head.Head once started or attached
         self.cluster = ClusterView(address, num_cpus)  # what the studies will run on
         self.running: dict[str, subprocess.Popen] = {}
         self.failed_launches: dict[str, int] = {}  # a study's driver exits in error, in a row
@@ -101,6 +108,19 @@ class StudyScheduler:
                         or (study.state == StudyState.RUNNING and not _driver_alive(study))):
                     self.running[study.name] = self._launch(study.name)
 
+    def _own_head(self) -> None:
+        """Before a driver launches without ``--address``: this service's own head, attached
+        or (re)started here when it does not answer (the first study, or after a ``ray
+        stop``)."""
+        if self.address or self.home is None:
+            return
+        if self.head is None or not self.head.answers():
+            from searchsvc import usecases
+
+            self.head = usecases.own_ray_head(self.home, num_cpus=self.num_cpus,
+                                              niceness=self.driver_niceness)
+            logging.getLogger(__name__).info("studies run on the Ray at %s", self.head.address)
+
     def _judge_exit(self, name: str, code: int) -> None:
         """A driver ended with exit ``code``: after :data:`MAX_FAILED_LAUNCHES` failures in a
         row that left its study queued or running, the study is failed with the reason."""
@@ -124,9 +144,10 @@ class StudyScheduler:
         store and cluster, under ``nice`` at the driver niceness (none at 0)."""
         command = [sys.executable, "-m", "searchsvc.cli", "resume", name,
                    "--storage", self.store.url]
-        if self.address:
-            command += ["--address", self.address]
-        if self.num_cpus:
+        address = self.address or (self.head.address if self.head is not None else None)
+        if address:
+            command += ["--address", address]
+        elif self.num_cpus:
             command += ["--num-cpus", str(self.num_cpus)]
         nice = shutil.which("nice")  # it execs the driver: same pid, same process group
         if nice is not None and self.driver_niceness > 0:
@@ -134,12 +155,14 @@ class StudyScheduler:
         return command
 
     def _launch(self, name: str) -> subprocess.Popen:
+        self._own_head()
         command = self.driver_command(name)
         log = subprocess.DEVNULL
         if self.logs is not None:
             self.logs.mkdir(parents=True, exist_ok=True)
             log = (self.logs / f"{name}.log").open("a")  # type: ignore[assignment]
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+        env = {**os.environ, **(self.head.driver_env() if self.head is not None else {})}
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
                                    start_new_session=True)
         if self.driver_niceness > 0:
             _lower_priority_of_session(process.pid, self.driver_niceness)

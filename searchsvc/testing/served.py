@@ -20,6 +20,7 @@ from typing import Any
 import psutil  # type: ignore[import-untyped]
 
 from searchsvc.store import SqlStore
+from searchsvc.usecases import stop_ray_head
 
 ROOT = Path(__file__).resolve().parents[2]  # the checkout searchsvc is installed from (-e)
 
@@ -149,7 +150,8 @@ def running_service(tmp: Path, storage: str | None = None, user: str = "ada",
     """A started service on ``storage`` (default: SQLite in ``tmp``) with a token for ``user``
     (``options``: see :class:`Service`); it and every study driver it launched are killed
     afterwards, with their Ray: those the store names and those still exiting after their
-    study ended (found by the database in their command line)."""
+    study ended (found by the database in their command line), and the Ray the service
+    started for its studies."""
     s = Service(tmp, storage, user, **options)
     s.start()
     try:
@@ -162,4 +164,5 @@ def running_service(tmp: Path, storage: str | None = None, user: str = "ada",
         for pid in pids:  # no driver outlives the test; each leads its process group
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
+        stop_ray_head(s.home)
         s.store.close()

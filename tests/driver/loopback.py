@@ -100,21 +100,17 @@ class LoopbackCluster:
                                    f"{done.stderr[-2000:]}")
             time.sleep(1)
 
-    def stop(self, grace_s: float = 10) -> None:
-        """SIGTERM every node, then SIGKILL what still runs after ``grace_s`` in all (a worker
-        node whose peer was killed can spend 20 s or more on a graceful stop); then, as
-        ``ray stop`` would but for this cluster alone, SIGKILL any of its processes that left
-        their node's process group, and delete its folder."""
+    def stop(self) -> None:
+        """End every node at once (SIGKILL to each node's process group: a test's cluster keeps
+        nothing worth a graceful stop, which takes a worker node whose peer was killed 10 s or
+        more); then, as ``ray stop`` would but for this cluster alone, SIGKILL any of its
+        processes that left their node's process group, and delete its folder."""
         for node in reversed(self.nodes):
             if node.poll() is None:
-                os.killpg(node.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(node.pid, signal.SIGKILL)
         for node in self.nodes:
-            try:
-                node.wait(timeout=max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                os.killpg(node.pid, signal.SIGKILL)
-                node.wait()
+            node.wait()
         stragglers = processes_naming(str(self.temp_dir))
         for process in stragglers:
             with contextlib.suppress(psutil.NoSuchProcess):
