@@ -36,6 +36,9 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("TuneController", "_actor_to_trial"),
     ("TuneController", "_remove_actor"),
     ("TuneController", "_schedule_trial_actor"),
+    ("TuneController", "_trials"),
+    ("TuneController", "_stopped_trials"),
+    ("TuneController", "_failed_trials"),
     ("ActorHandle", "_actor_id"),
     ("ray._private", "state"),
     ("ray.air._internal.usage", "tag_callbacks"),
@@ -211,3 +214,44 @@ def waiting_trials(tune_controller: Any) -> tuple[Any, Any] | None:
     if isinstance(pending, set) and isinstance(paused, set):
         return pending, paused
     return None
+
+
+def forget_ended_trials(tune_controller: Any, trials: Any) -> int:
+    """Drop ``trials`` that have ended (TERMINATED or ERROR) from the controller ``tune_
+    controller`` wraps (private: ``_trials``, ``_stopped_trials``, ``_failed_trials``); returns
+    how many it dropped. Tune keeps every trial of its run, with its config, last result and
+    metric history, to the run's end: 60 KB or more a trial, the driver's memory growing with
+    every trial of a long study. Nothing of searchsvc reads an ended trial from Tune: the store
+    holds it. Not for PBT, which ranks trials against ended ones."""
+    from ray.tune.experiment import Trial
+
+    controller = getattr(tune_controller, "_tune_controller", tune_controller)
+    ended = {t for t in trials if t.status in (Trial.TERMINATED, Trial.ERROR)}
+    if not ended:
+        return 0
+    controller._trials[:] = [t for t in controller._trials if t not in ended]
+    controller._stopped_trials.difference_update(ended)
+    controller._failed_trials.difference_update(ended)
+    return len(ended)
+
+
+def quiet_progress_callback() -> Any:
+    """A stand-in for the progress callback Tune adds when a run has none (which prints
+    nothing at ``verbose=0`` yet keeps every trial's last result to the run's end): searchsvc
+    shows progress itself."""
+    from ray.tune.progress_reporter import TrialProgressCallback
+
+    class QuietProgress(TrialProgressCallback):
+        def on_trial_result(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def on_trial_complete(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def on_trial_error(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def on_trial_start(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+    return QuietProgress()

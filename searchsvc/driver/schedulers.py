@@ -14,7 +14,7 @@ from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from searchsvc.analysis.dimensionality import RunningCollapse
 from searchsvc.core.stopping import ArmKey, StoppingRule, arm_key
-from searchsvc.driver.raycompat import PBT, PB2Hooks, waiting_trials
+from searchsvc.driver.raycompat import PBT, PB2Hooks, forget_ended_trials, waiting_trials
 from searchsvc.plugins import SCHEDULERS
 from searchsvc.searchers import HyperbandSchedule, PopulationSchedule, Schedule, StoppingSchedule
 from searchsvc.searchers.stopping import Result, decider
@@ -51,14 +51,16 @@ class StudyFifo(FIFOScheduler):
     10,000 as at trial 1: Tune's own scans every trial of the run, finished ones included, at
     each step of its loop. This one looks only at the trials waiting (the controller's sets of
     pending and paused trials) and picks, as Tune's does, the one added first, pending before
-    paused."""
+    paused. Trials that ended are dropped from Tune's controller at its next step
+    (:func:`raycompat.forget_ended_trials`), so that the driver's memory does not grow with
+    them: the store holds them."""
 
     def __init__(self) -> None:
         super().__init__()
-        # id(trial) -> the order it was added in, while it has not ended (Tune keeps every
-        # trial of its run, so an id is not reused meanwhile)
+        # id(trial) -> the order it was added in, while it has not ended
         self._added: dict[int, int] = {}
         self._count = 0
+        self._ended: list[Any] = []  # to be dropped from Tune's controller at its next step
 
     def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
         if id(trial) not in self._added:
@@ -67,17 +69,23 @@ class StudyFifo(FIFOScheduler):
 
     def on_trial_complete(self, tune_controller: Any, trial: Any, result: dict) -> None:
         self._added.pop(id(trial), None)
+        self._ended.append(trial)
         super().on_trial_complete(tune_controller, trial, result)
 
     def on_trial_error(self, tune_controller: Any, trial: Any) -> None:
         self._added.pop(id(trial), None)
+        self._ended.append(trial)
         super().on_trial_error(tune_controller, trial)
 
     def on_trial_remove(self, tune_controller: Any, trial: Any) -> None:
         self._added.pop(id(trial), None)
+        self._ended.append(trial)
         super().on_trial_remove(tune_controller, trial)
 
     def choose_trial_to_run(self, tune_controller: Any) -> Any:
+        if self._ended:  # they ended at an earlier step: Tune is done with them
+            forget_ended_trials(tune_controller, self._ended)
+            self._ended = [t for t in self._ended if not t.is_finished()]
         waiting = waiting_trials(tune_controller)
         if waiting is None:
             return super().choose_trial_to_run(tune_controller)

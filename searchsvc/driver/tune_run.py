@@ -115,6 +115,7 @@ def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any, *,
     checkpoints kept and retries."""
     from ray import tune
 
+    from searchsvc.driver import raycompat
     from searchsvc.driver.callbacks import StudyStopper
 
     keep = spec.checkpoints.keep_best
@@ -128,7 +129,7 @@ def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any, *,
         storage_path=str(storage),
         stop=StudyStopper(tuple(o.name for o in spec.objectives), spec.budget.max_steps,
                           callback),
-        callbacks=[callback],
+        callbacks=[callback, raycompat.quiet_progress_callback()],
         verbose=0,
         log_to_file=True,
         # What a trial writes to sdk.trial_dir() is copied into the study's results
