@@ -94,54 +94,44 @@ def test_cancel_stops_a_running_study_and_resume_runs_it_again(service: Service)
     service.wait_for("long", "interrupted", timeout=60)
 
 
-def test_a_killed_service_resumes_its_studies_with_every_trial_once(service: Service) -> None:
-    # Enough trials that the kill comes before the last (each takes milliseconds).
-    service.call("POST", "/studies?preflight=false", SPEC.format(name="survivor", trials=100))
-    service.wait_for_completed_trials("survivor", 6)
-    driver = service.store.get_study("survivor").driver
-    head = read_head(service.home)
-    assert head is not None
-    service.kill()  # the service, then its driver and its Ray: a lost machine
-    os.killpg(int(driver["pid"]), signal.SIGKILL)
-    stop_ray_head(service.home)
-    before = {t.number: t for t in service.store.get_trials("survivor")
-              if t.state == TrialState.COMPLETED}
-    assert 6 <= len(before) < 100
-
-    service.start()
-    service.wait_for("survivor", "completed")
-    after = {t.number: t for t in service.store.get_trials("survivor", measurements=True)}
-    assert sorted(after) == list(range(100))
-    assert all(t.state == TrialState.COMPLETED for t in after.values())
-    for number, old in before.items():  # finished before the kill: kept, not run again
-        assert (after[number].attempts, after[number].finished_at) == (1, old.finished_at)
-    for t in after.values():
-        assert [m.step for m in t.measurements if m.attempt == t.attempts] == list(range(1, 7))
-    restarted = read_head(service.home)  # its Ray was gone: the restarted service started one
-    assert restarted is not None and restarted.address != head.address
-
-
 def _nodes(service: Service, *studies: str) -> set[str]:
-    """The Ray nodes the studies' trials ran on, as the store names them."""
-    return {t.node or "" for name in studies for t in service.store.get_trials(name)}
+    """The Ray nodes the studies' finished trials ran on, as the store names them."""
+    return {t.node or "" for name in studies for t in service.store.get_trials(name)
+            if t.state == TrialState.COMPLETED}
 
 
-def test_studies_run_on_the_services_one_ray_which_outlives_the_service(tmp_path: Path) -> None:
+def test_a_killed_service_resumes_its_studies_with_every_trial_once(tmp_path: Path) -> None:
     args = ("--num-cpus", "2", "--driver-niceness", "0", "--max-running", "2")
     with running_service(tmp_path, args=args) as service:
-        for name in ("first", "second"):
-            service.call("POST", "/studies?preflight=false", SPEC.format(name=name, trials=2))
-        for name in ("first", "second"):
-            service.wait_for(name, "completed")
+        service.call("POST", "/studies?preflight=false", SPEC.format(name="other", trials=2))
+        service.wait_for("other", "completed")
+        # Enough trials that the kill comes before the last (each takes milliseconds).
+        service.call("POST", "/studies?preflight=false", SPEC.format(name="survivor", trials=100))
+        service.wait_for_completed_trials("survivor", 6)
+        driver = service.store.get_study("survivor").driver
         head = read_head(service.home)
         assert head is not None and head.answers()
-        [node] = _nodes(service, "first", "second")  # both drivers attached to one Ray
-        assert " node " in node
-        service.kill()  # the service alone: its Ray goes on
-        assert head.answers()
+        service.kill()  # the service, then its driver and its Ray: a lost machine
+        os.killpg(int(driver["pid"]), signal.SIGKILL)
+        stop_ray_head(service.home)
+        before = {t.number: t for t in service.store.get_trials("survivor")
+                  if t.state == TrialState.COMPLETED}
+        assert 6 <= len(before) < 100
+        # Both studies' drivers attached to the service's one Ray, started once.
+        [node] = _nodes(service, "other")
+        assert " node " in node and _nodes(service, "survivor") == {node}
+
         service.start()
-        service.call("POST", "/studies?preflight=false", SPEC.format(name="third", trials=2))
-        service.wait_for("third", "completed")
-        assert read_head(service.home) == head  # attached again, not started anew
-        assert _nodes(service, "third") == {node}
-    assert not head.answers()  # running_service ends the service's Ray with it
+        service.wait_for("survivor", "completed")
+        after = {t.number: t for t in service.store.get_trials("survivor", measurements=True)}
+        assert sorted(after) == list(range(100))
+        assert all(t.state == TrialState.COMPLETED for t in after.values())
+        for number, old in before.items():  # finished before the kill: kept, not run again
+            assert (after[number].attempts, after[number].finished_at) == (1, old.finished_at)
+        for t in after.values():
+            assert [m.step for m in t.measurements if m.attempt == t.attempts] == list(
+                range(1, 7))
+        restarted = read_head(service.home)  # its Ray was gone: the restarted service started one
+        assert restarted is not None and restarted.address != head.address
+        later = {t.node for t in after.values() if t.number not in before}
+        assert later and node not in later

@@ -1,0 +1,31 @@
+"""The service's one Ray (searchsvc.driver.head): started once on loopback with a token, attached
+to while it answers, recorded for the service's user only, ended by stop_head, and started anew
+when it is gone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from searchsvc.driver.head import STATE_FILE, own_head, read_head, stop_head
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_head_starts_once_is_attached_after_and_starts_anew_when_gone(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    head = own_head(home, num_cpus=1)
+    try:
+        assert head.answers() and head.address.startswith("127.0.0.1:")
+        assert read_head(home) == head
+        assert own_head(home, num_cpus=1) == head  # attached: no second head
+        assert (home / STATE_FILE).stat().st_mode & 0o077 == 0  # its token: the user's alone
+        assert head.driver_env() == {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": head.token}
+        stop_head(home)
+        assert not head.answers() and read_head(home) is None
+        again = own_head(home, num_cpus=1)
+        assert again.answers() and again.address != head.address and again.token != head.token
+    finally:
+        stop_head(home)
+    assert read_head(home) is None
