@@ -226,7 +226,12 @@ def forget_ended_trials(tune_controller: Any, trials: Any) -> int:
     from ray.tune.experiment import Trial
 
     controller = getattr(tune_controller, "_tune_controller", tune_controller)
-    ended = {t for t in trials if t.status in (Trial.TERMINATED, Trial.ERROR)}
+    finished = [t for t in trials if t.status in (Trial.TERMINATED, Trial.ERROR)]
+    if len(finished) >= len(controller._trials):
+        # One stays: at the run's end Tune builds its analysis from the trials it holds, and
+        # from none it reads every trial of the run back from storage (all their results).
+        finished = finished[:-1]
+    ended = set(finished)
     if not ended:
         return 0
     controller._trials[:] = [t for t in controller._trials if t not in ended]
