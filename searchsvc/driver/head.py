@@ -82,19 +82,27 @@ def read_head(home: Path) -> Head | None:
 
 def stop_head(home: Path) -> None:
     """End the head ``home`` records, with every process of it, and forget it."""
-    import psutil  # type: ignore[import-untyped]
-
     head = read_head(home)
     if head is None:
         return
+    end_ray_folder(head.temp_dir)
+    (home / STATE_FILE).unlink(missing_ok=True)
+
+
+def end_ray_folder(temp_dir: str | Path) -> None:
+    """SIGKILL every process of the Ray whose temporary folder is ``temp_dir`` (each names it
+    on its command line), as ``ray stop`` would but for this Ray alone, then delete the
+    folder."""
+    import psutil  # type: ignore[import-untyped]
+
+    folder = str(temp_dir)
     mine = [p for p in psutil.process_iter(["cmdline"])
-            if any(head.temp_dir in argument for argument in p.info["cmdline"] or ())]
+            if any(folder in argument for argument in p.info["cmdline"] or ())]
     for process in mine:
         with contextlib.suppress(psutil.Error):
             process.send_signal(signal.SIGKILL)
     psutil.wait_procs(mine, timeout=10)
-    shutil.rmtree(head.temp_dir, ignore_errors=True)
-    (home / STATE_FILE).unlink(missing_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _start(num_cpus: int | None, num_gpus: int | None, niceness: int) -> Head:

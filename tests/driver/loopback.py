@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,9 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
-
-from searchsvc.testing.served import free_port, processes_naming
+from searchsvc.driver.head import end_ray_folder
+from searchsvc.testing.served import free_port
 
 RAY = str(Path(sys.executable).with_name("ray"))
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
@@ -103,17 +101,12 @@ class LoopbackCluster:
     def stop(self) -> None:
         """End every node at once (SIGKILL to each node's process group: a test's cluster keeps
         nothing worth a graceful stop, which takes a worker node whose peer was killed 10 s or
-        more); then, as ``ray stop`` would but for this cluster alone, SIGKILL any of its
-        processes that left their node's process group, and delete its folder."""
+        more); then any of its processes that left their node's process group, and its folder
+        (:func:`searchsvc.driver.head.end_ray_folder`)."""
         for node in reversed(self.nodes):
             if node.poll() is None:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(node.pid, signal.SIGKILL)
         for node in self.nodes:
             node.wait()
-        stragglers = processes_naming(str(self.temp_dir))
-        for process in stragglers:
-            with contextlib.suppress(psutil.NoSuchProcess):
-                process.kill()
-        psutil.wait_procs(stragglers, timeout=10)
-        shutil.rmtree(self.temp_dir, ignore_errors=True)
+        end_ray_folder(self.temp_dir)

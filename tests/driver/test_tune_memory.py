@@ -13,8 +13,7 @@ import pytest
 
 from searchsvc.core import TrialState
 from searchsvc.driver import raycompat, schedulers
-from searchsvc.store import SqlStore
-from tests.driver.studies import run_file
+from tests.driver.studies import run_in
 
 pytestmark = pytest.mark.slow
 
@@ -29,15 +28,7 @@ def test_ended_trials_leave_tunes_controller_and_stay_in_the_store(
         return dropped
 
     monkeypatch.setattr(schedulers, "forget_ended_trials", forget)
-    (tmp_path / "steps.py").write_text(textwrap.dedent("""
-        from searchsvc import sdk
-
-        def train(config):
-            for step in range(1, 4):
-                sdk.report({"loss": config["x"] / step})
-        """))
-    path = tmp_path / "study.yaml"
-    path.write_text(textwrap.dedent("""
+    outcome, store = run_in(tmp_path, textwrap.dedent("""
         study: forgetful
         objective: steps:train
         metric: loss
@@ -47,9 +38,13 @@ def test_ended_trials_leave_tunes_controller_and_stay_in_the_store(
         budget: {trials: 12, max_concurrent: 2, max_steps: 3}
         parameters:
           x: {role: nuisance, low: 0.1, high: 1.0}
-        """))
-    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    outcome = run_file(path, store)
+        """), steps="""
+        from searchsvc import sdk
+
+        def train(config):
+            for step in range(1, 4):
+                sdk.report({"loss": config["x"] / step})
+        """)
     assert outcome.study.state == "completed"
     trials = store.get_trials("forgetful", measurements=True)
     assert sorted(t.number for t in trials) == list(range(12))
