@@ -25,7 +25,8 @@ def test_a_head_starts_once_is_attached_after_and_starts_anew_when_gone(tmp_path
         stop_head(home)
         assert not head.answers() and read_head(home) is None
         again = own_head(home, num_cpus=1)
-        assert again.answers() and again.address != head.address and again.token != head.token
+        # A new head: a new token (its port may be the old one's, free again)
+        assert again.answers() and again.token != head.token
     finally:
         stop_head(home)
     assert read_head(home) is None
