@@ -103,6 +103,7 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     progress.start(repeats_note(len(pending)) if isinstance(searcher, RepeatSearcher) else None)
     raycompat.tag_callbacks_without_integrations()
     raycompat.start_unresettable_trials_afresh()
+    raycompat.keep_paused_trials_workers()
     tuner.fit()
     if spec.resources.data_parallel:
         _wait_for_training_runs(spec.name, progress)

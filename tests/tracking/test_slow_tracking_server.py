@@ -83,6 +83,9 @@ def mlflow_server(tmp_path: Path) -> Iterator[str]:
         [MLFLOW, "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
          "--backend-store-uri", f"sqlite:///{tmp_path / 'mlflow.db'}",
          "--default-artifact-root", (tmp_path / "artifacts").as_uri()],
+        # Without MLflow's job runner: its queue consumers (processes of their own, polling)
+        # serve features the tracker never uses.
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
