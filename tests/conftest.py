@@ -36,13 +36,11 @@ def ray_local():
     """One embedded Ray (2 CPUs, no dashboard) shared by the in-process runner tests."""
     import ray
 
-    from searchsvc.driver.session import embedded_node_settings
+    from searchsvc.driver.session import start_embedded_ray
 
-    # address="local": a new Ray even when `ray start` left a cluster address on this machine;
-    # started with the settings the driver's embedded Ray has.
-    with embedded_node_settings(True):
-        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level="ERROR",
-                 log_to_driver=False)
+    # A new Ray even when `ray start` left a cluster address on this machine, started with
+    # the settings the driver's embedded Ray has.
+    start_embedded_ray(num_cpus=2, log_to_driver=False)
     yield ray
     from searchsvc.driver.shutdown import shutdown_ray
 

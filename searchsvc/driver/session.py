@@ -96,13 +96,45 @@ def _init_ray(kwargs: dict[str, Any], *, embedded: bool) -> None:
             print(f"searchsvc: Ray's node did not start in time ({exc}); the machine may be "
                   "busy, starting it once more", file=sys.stderr)
             ray.init(**kwargs)
+        if embedded and ray.is_initialized():
+            _EMBEDDED.update(address=ray.get_runtime_context().gcs_address,
+                             environment=dict(os.environ))
+
+
+def start_embedded_ray(**kwargs: Any) -> None:
+    """Start an embedded Ray node in this process as a study's run does (``ray.init`` with
+    ``address="local"``, no dashboard, errors only, and EMBEDDED_NODE_ENV), for callers that
+    keep one Ray for several studies; ``kwargs`` go to ``ray.init``."""
+    _init_ray({"address": "local", "include_dashboard": False, "logging_level": logging.ERROR,
+               **kwargs}, embedded=True)
+
+
+# The node this process started last (its GCS address) and the environment it started with,
+# which every one of its workers inherits.
+_EMBEDDED: dict[str, Any] = {}
+
+
+def embedded_environment() -> dict[str, str] | None:
+    """The environment every worker of the Ray this process is connected to inherits, when
+    this process started that Ray (an embedded node); None for a cluster it attached to (whose
+    workers inherit their own node's environment) or when not connected."""
+    import ray
+
+    if not _EMBEDDED or not ray.is_initialized():
+        return None
+    if ray.get_runtime_context().gcs_address != _EMBEDDED["address"]:
+        return None
+    return dict(_EMBEDDED["environment"])
 
 
 # Ray starts a worker process per CPU as soon as a driver connects, in the job's default
 # environment: a study with a code folder (a service's uploaded code, a cluster's working
 # directory) never uses them, and one without starts its trials' workers as fast on demand.
 # Each is a Python process importing Ray (about 2 CPU-seconds) on a machine the study needs.
-EMBEDDED_NODE_ENV = {"RAY_prestart_worker_first_driver": "0"}
+# PL_DISABLE_FORK: what Ray Tune sets for every trial worker (the node's workers inherit it, so
+# Tune's per-worker runtime environment that would only repeat it can be left out; see
+# raycompat.trainables_inherit_node_environment).
+EMBEDDED_NODE_ENV = {"RAY_prestart_worker_first_driver": "0", "PL_DISABLE_FORK": "1"}
 
 
 @contextmanager

@@ -14,6 +14,7 @@ from searchsvc.backends import backend_class
 from searchsvc.core import StudyRecord
 from searchsvc.core.judging import USABLE_STATES
 from searchsvc.driver.progress import Progress
+from searchsvc.driver.session import embedded_environment
 from searchsvc.driver.study import results_dir_of
 from searchsvc.options import RunOptions
 from searchsvc.provenance import launch_of
@@ -103,7 +104,7 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     progress.start(repeats_note(len(pending)) if isinstance(searcher, RepeatSearcher) else None)
     raycompat.tag_callbacks_without_integrations()
     raycompat.start_unresettable_trials_afresh()
-    raycompat.keep_paused_trials_workers()
+    raycompat.trainables_inherit_node_environment(embedded_environment)
     tuner.fit()
     if spec.resources.data_parallel:
         _wait_for_training_runs(spec.name, progress)

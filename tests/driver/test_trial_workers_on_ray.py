@@ -1,0 +1,71 @@
+"""Ray Tune gives every trial worker a runtime environment of environment variables, and Ray
+starts a worker with one through an extra Python process; on the node the driver started, whose
+workers inherit those variables already, trials start without it
+(raycompat.trainables_inherit_node_environment). On a real Ray: the variables reach the trial
+either way, and a variable the node did not start with still gets there through Tune's runtime
+environment."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from searchsvc.core import TrialState
+from tests.driver.studies import run_in
+
+pytestmark = pytest.mark.slow
+
+STUDY = textwrap.dedent("""
+    study: environment
+    objective: probe:train
+    metric: loss
+    mode: min
+    searcher: random
+    noise: off
+    budget: {trials: 2, max_concurrent: 2, max_steps: 1}
+    parameters:
+      x: {role: nuisance, low: 0.1, high: 1.0}
+    """)
+
+PROBE = """
+    import os
+
+    import ray
+
+    from searchsvc import sdk
+
+
+    def train(config):
+        runtime_env = ray.get_runtime_context().runtime_env
+        sdk.report({"loss": config["x"],
+                    "own_variables": float(len(runtime_env.get("env_vars") or {})),
+                    "fork_disabled": float(os.environ.get("PL_DISABLE_FORK") == "1"),
+                    "aws_key": float(os.environ.get("AWS_ACCESS_KEY_ID") == "planted")})
+    """
+
+
+def _metrics(tmp_path: Path) -> list[dict[str, float]]:
+    outcome, store = run_in(tmp_path, STUDY, probe=PROBE)
+    assert outcome.study.state == "completed"
+    trials = store.get_trials("environment", measurements=True)
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * 2
+    return [t.measurements[0].metrics for t in trials]
+
+
+def test_trials_on_the_drivers_own_node_inherit_tunes_variables_without_a_runtime_env(
+        ray_local, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID", raising=False)
+    for metrics in _metrics(tmp_path):
+        assert metrics["fork_disabled"] == 1.0  # Tune's variable, from the node
+        assert metrics["own_variables"] == 0.0  # started without a runtime environment
+
+
+def test_a_variable_tune_passes_on_that_the_node_lacks_reaches_the_trial(
+        ray_local, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Set in the driver after its node started: only Tune's runtime environment carries it.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "planted")
+    for metrics in _metrics(tmp_path):
+        assert metrics["aws_key"] == 1.0 and metrics["fork_disabled"] == 1.0
+        assert metrics["own_variables"] >= 2.0  # Tune's runtime environment, as before
