@@ -217,10 +217,11 @@ def trainables_inherit_node_environment(
     Tune gives every trainable a runtime environment of environment variables (always
     ``PL_DISABLE_FORK=1``, and some of the driver's). Ray starts a worker with any runtime
     environment through a Python process that sets it up and then starts the worker's own
-    interpreter: about 0.3 CPU-seconds and half a second more for every trial worker. On a
-    node whose every worker inherits those variables with those values already
-    (``node_environment()``: the environment of the node this process started, or None), the
-    trainable is registered without it; anywhere else, as Tune does. Idempotent."""
+    interpreter: about 0.4 CPU-seconds and 0.4 s more for every trial worker
+    (benchmarks/worker_start.py). On a node whose every worker inherits those variables with
+    those values already (``node_environment()``: the environment of the node this process
+    started, or None), the trainable is registered without it; anywhere else, as Tune does.
+    Idempotent."""
     import ray
     from ray.tune.execution import class_cache
 
