@@ -179,9 +179,7 @@ class MlflowTracker(Tracker):
 
         self.key, self.study_name = study_key(study), study.name
         self.scientific = tuple(p.name for p in spec.scientific)
-        folder = sqlite_folder(self.tracking_uri)
-        if folder is not None:
-            folder.mkdir(parents=True, exist_ok=True)
+        create_sqlite_whole(self.tracking_uri, self.artifact_root)
         with bounded_http():
             self._client = MlflowClient(tracking_uri=self.tracking_uri)
             self.experiment_id = self._experiment()
@@ -405,6 +403,32 @@ def _tag(name: str) -> str:
 
 def _ms(seconds: float) -> int:
     return int(seconds * 1000)
+
+
+def create_sqlite_whole(tracking_uri: str, artifact_root: Path | None) -> None:
+    """Create a ``sqlite:///`` store's database, with all of MLflow's migrations, if it does not
+    exist yet: in a file beside it that is renamed into place once complete.
+
+    MLflow creates a new database by running its migrations one after another, several seconds
+    of them, from the tracker's thread while trials already run. A process killed among them
+    left a half-migrated file that MLflow then refuses for good ("out-of-date database
+    schema"), so the resumed study could not track. The rename makes the database appear whole
+    or not at all; a partial file a kill left behind is overwritten by the next creation."""
+    found = sqlite_file(tracking_uri)
+    if found is None:
+        return
+    target = found.resolve()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        return
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    partial = target.with_name(f".{target.name}.partial")
+    partial.unlink(missing_ok=True)
+    root = (artifact_root or target.parent / "mlartifacts").resolve().as_uri()
+    store = SqlAlchemyStore(f"sqlite:///{partial}", root)
+    store.engine.dispose()
+    os.replace(partial, target)
 
 
 def sqlite_folder(tracking_uri: str) -> Path | None:

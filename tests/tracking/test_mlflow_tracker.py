@@ -5,6 +5,9 @@ per study, resumes without duplicates, and a dead tracking server that only cost
 from __future__ import annotations
 
 import logging
+import signal
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -172,6 +175,59 @@ def test_a_resume_after_a_kill_between_metrics_and_their_tag_duplicates_no_step(
     second = tracker(tmp_path)
     second.study_started(study(), spec(), [trial(1, state=TrialState.INTERRUPTED, steps=3)])
     assert history(run_id) == [(s, pytest.approx(loss(1, s))) for s in (1, 2, 3)]
+
+
+# A process killed during MLflow's migrations of a new database, as the last one is about to
+# record its revision: SQLite has kept that migration's new tables (pysqlite commits each DDL
+# statement), not the revision.
+KILLED_MID_MIGRATION = """
+import os, signal, sys
+from alembic.script import ScriptDirectory
+from mlflow.store.db.utils import _get_alembic_config
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+head = ScriptDirectory.from_config(_get_alembic_config("")).get_current_head()
+
+@event.listens_for(Engine, "before_cursor_execute")
+def kill_at_last_stamp(conn, cursor, statement, parameters, context, executemany):
+    if "alembic_version" in statement and head in (statement + str(parameters)):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+uri = sys.argv[2]
+if sys.argv[1] == "mlflow":
+    from mlflow.tracking import MlflowClient
+    MlflowClient(tracking_uri=uri).search_experiments()
+else:
+    from searchsvc.tracking.mlflow_tracker import create_sqlite_whole
+    create_sqlite_whole(uri, None)
+"""
+
+
+def killed_mid_migration(how: str, uri: str) -> None:
+    child = subprocess.run([sys.executable, "-c", KILLED_MID_MIGRATION, how, uri],
+                           capture_output=True, text=True, timeout=120)
+    assert child.returncode == -signal.SIGKILL, child.stderr
+
+
+def test_a_kill_while_mlflow_creates_its_database_leaves_none_to_refuse(tmp_path: Path) -> None:
+    # MLflow's own creation, killed there, leaves a file it refuses from then on.
+    theirs = f"sqlite:///{tmp_path / 'theirs' / 'mlflow.db'}"
+    (tmp_path / "theirs").mkdir()
+    killed_mid_migration("mlflow", theirs)
+    with pytest.raises(mlflow.exceptions.MlflowException, match="out-of-date database schema"):
+        MlflowClient(tracking_uri=theirs).search_experiments()
+
+    # The tracker's creation, killed the same way, leaves no database; the resumed study
+    # creates it whole and tracks.
+    killed_mid_migration("searchsvc", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert not (tmp_path / "mlflow.db").exists()
+    assert (tmp_path / ".mlflow.db.partial").exists()
+    resumed = tracker(tmp_path)
+    resumed.study_started(study(), spec(), [])
+    run_trial(resumed, 0)
+    assert sorted(trial_runs(tmp_path)) == [0]
+    assert not (tmp_path / ".mlflow.db.partial").exists()
 
 
 def test_an_overwritten_study_gets_a_parent_run_of_its_own(tmp_path: Path) -> None:
