@@ -20,6 +20,7 @@ from rich.text import Text
 
 from searchsvc import __version__
 from searchsvc.core import StudyState
+from searchsvc.core.records import MAX_PRIORITY
 from searchsvc.errors import SearchsvcError, SpecError
 from searchsvc.store import Store, open_store
 
@@ -591,13 +592,17 @@ def submit(spec: Annotated[Path, typer.Argument(help="Study file to submit.")],
            no_preflight: Annotated[bool, typer.Option(
                "--no-preflight", help="The server starts the study without preflight (the "
                "objective at the centre of the space for a few steps).")] = False,
+           priority: Annotated[int | None, typer.Option(
+               min=0, max=MAX_PRIORITY, help="The study's priority on the server's shared "
+               "cluster, instead of the study file's `priority` (at most the token's "
+               "--max-priority).")] = None,
            ) -> None:
     """Submit a study file to a searchsvc server, which runs it."""
     from searchsvc.client import submit_study
     from searchsvc.spec import load_spec
 
     done = submit_study(_client(server, token), spec.read_text(), load_spec(spec).objective,
-                        spec.parent, False if no_code else code, not no_preflight)
+                        spec.parent, False if no_code else code, not no_preflight, priority)
     if done.server_imports:
         out.print(f"code: not uploaded — the server imports {done.server_imports} itself "
                   "(serve --allow-objectives)", markup=False)
@@ -617,17 +622,66 @@ def status(study: Annotated[str, typer.Argument()], server: ServerOpt = None,
            ) -> None:
     """Show a study on a searchsvc server."""
     remote = _remote(study, server, token)
-    shown = remote.record
+    shown, share = remote.record, _share_line(study, server, token)
     _print_remote(shown)
+    if share:
+        out.print(f"  {share}", markup=False)
     while wait and shown.state in (StudyState.CREATED, StudyState.RUNNING):
         time.sleep(every)
-        now = remote.record
+        now, line = remote.record, _share_line(study, server, token)
         if (now.state, now.trial_counts, now.best_value) != (
                 shown.state, shown.trial_counts, shown.best_value):
             _print_remote(now)
-        shown = now
+        if line and line != share:
+            out.print(f"  {line}", markup=False)
+        shown, share = now, line
     if wait and shown.state != StudyState.COMPLETED:
         raise typer.Exit(1)
+
+
+def _share_line(study: str, server: str | None, token: str | None) -> str:
+    """How a queued or running study is doing on the server's shared cluster (empty when it
+    is neither, or the server runs no studies)."""
+    from searchsvc.errors import NotFoundError, ServiceError
+
+    try:
+        queue = _client(server, token).queue()
+    except (ServiceError, NotFoundError):  # a server that runs no studies, or an older one
+        return ""
+    return next((s["line"] for s in queue["studies"] if s["name"] == study), "")
+
+
+@app.command()
+def queue(server: ServerOpt = None, token: TokenOpt = None,
+          as_json: Annotated[bool, typer.Option("--json", help="Print the server's JSON.")
+                             ] = False) -> None:
+    """Your queued and running studies on a searchsvc server's shared cluster: each one's
+    priority, allowance (trials it may run at once), running trials, place in the queue and
+    why it waits; other users' work only as load."""
+    found = _client(server, token).queue()
+    if as_json:
+        sys.stdout.write(json.dumps(found, indent=2) + "\n")
+        return
+    out.print(_queue_header(found), markup=False)
+    for s in found["studies"]:
+        place = f"#{s['position']} in queue" if s["position"] else (
+            f"{s['running']} running, allowance {s['allowance']}"
+            if s["allowance"] is not None else f"{s['running']} running")
+        out.print(f"  {s['name']}: {s['state']} · priority {s['priority']} · {place} · "
+                  f"{s['line']}", markup=False)
+    if not found["studies"]:
+        out.print("  none of your studies is queued or running", markup=False)
+
+
+def _queue_header(found: dict) -> str:
+    """The cluster and the load other users put on it, in one line."""
+    cluster = found["cluster"]
+    size = ("size not known yet" if cluster is None
+            else f"{cluster.get('CPU', 0):g} CPUs, {cluster.get('GPU', 0):g} GPUs")
+    others = found["others"]
+    held = sum(o["running"] for o in others)
+    return (f"cluster: {size} · {found['other_users']} other user(s) with "
+            f"{len(others)} studies running {held} trial(s)")
 
 
 @app.command()
@@ -647,9 +701,43 @@ def tokens_create(user: Annotated[str, typer.Argument(help="The user the token a
                   allow_code: Annotated[bool, typer.Option(
                       "--allow-code", help="The token may upload code (submit --code), which "
                       "then runs on the cluster with the service's rights: give it only to "
-                      "people you would give a shell on the cluster.")] = False) -> None:
+                      "people you would give a shell on the cluster.")] = False,
+                  max_priority: Annotated[int, typer.Option(
+                      min=0, max=MAX_PRIORITY, help="The highest priority the token's studies "
+                      "may ask for on the shared cluster.")] = 0) -> None:
     """Create an API token for USER and print it (only its hash is stored: keep it)."""
-    sys.stdout.write(_store(storage).create_token(user, allow_code=allow_code) + "\n")
+    sys.stdout.write(_store(storage).create_token(user, allow_code=allow_code,
+                                                  max_priority=max_priority) + "\n")
+
+
+quota = typer.Typer(help="Users' quotas on the service's shared cluster.", no_args_is_help=True)
+app.add_typer(quota, name="quota")
+
+
+@quota.command("set")
+def quota_set(user: Annotated[str, typer.Argument(help="The user (all their tokens).")],
+              storage: StorageOpt = None,
+              cpu: Annotated[float | None, typer.Option(
+                  min=0, help="The most CPUs their studies' trials hold at once.")] = None,
+              gpu: Annotated[float | None, typer.Option(
+                  min=0, help="The most GPUs (fractions count) at once.")] = None) -> None:
+    """Limit what USER's studies hold at once on the shared cluster; beyond it a study waits and
+    says so. With neither --cpu nor --gpu, USER's quota is removed."""
+    limits = {k: v for k, v in (("CPU", cpu), ("GPU", gpu)) if v is not None}
+    _store(storage).set_quota(user, limits)
+    out.print(f"{user}: " + (", ".join(f"at most {v:g} {k}" for k, v in limits.items())
+                             or "no quota"), markup=False)
+
+
+@quota.command("list")
+def quota_list(storage: StorageOpt = None) -> None:
+    """Every user's quota."""
+    found = _store(storage).get_quotas()
+    for user, limits in sorted(found.items()):
+        out.print(f"{user}: " + ", ".join(f"at most {v:g} {k}" for k, v in limits.items()),
+                  markup=False)
+    if not found:
+        out.print("no user has a quota", markup=False)
 
 
 @app.command()
@@ -666,7 +754,8 @@ def serve(
         "their runs to (repeatable; default: none, only the store in the study's results "
         "folder).")] = None,
     address: AddressOpt = None,
-    max_running: Annotated[int, typer.Option(help="Studies run at once.")] = 1,
+    max_running: Annotated[int, typer.Option(
+        help="Studies driven at once; they share the cluster fairly between users.")] = 4,
     num_cpus: Annotated[int | None, typer.Option(
         "--num-cpus", help="CPUs of the Ray the service starts for its studies (without "
         "--address).")] = None,
@@ -698,7 +787,7 @@ def serve(
     from searchsvc.codebundle import BundleLimits
     from searchsvc.service import ServiceConfig, create_app, serve_app
     from searchsvc.service.config import server_limits
-    from searchsvc.service.scheduler import StudyScheduler
+    from searchsvc.service.runner import StudyRunner
     from searchsvc.store import searchsvc_home
 
     config = ServiceConfig(
@@ -710,12 +799,12 @@ def serve(
         code_limits=BundleLimits(max_unpacked_bytes=int(max_code_mb * 1024 * 1024)),
         request_timeout_s=request_timeout)
     store = _store(storage, store_outage)
-    scheduler = StudyScheduler(store, address=address, max_running=max_running,
+    runner = StudyRunner(store, address=address, max_running=max_running,
                                num_cpus=num_cpus, logs=searchsvc_home() / "service-logs",
                                home=searchsvc_home(),
                                **({} if driver_niceness is None
                                   else {"driver_niceness": driver_niceness}))
-    api = create_app(store, config, scheduler)
+    api = create_app(store, config, runner)
     serve_app(api, host, port)
 
 

@@ -51,12 +51,15 @@ class ServiceClient:
         self.server, self.token = server.rstrip("/"), token
 
     def submit(self, spec_text: str, code: str | None = None,
-               preflight: bool = True) -> dict[str, Any]:
+               preflight: bool = True, priority: int | None = None) -> dict[str, Any]:
         """Create a study from ``spec_text``; ``code``: the sha256 of an uploaded bundle;
-        ``preflight=False``: the server starts it without preflight."""
+        ``preflight=False``: the server starts it without preflight; ``priority``: instead of
+        the study file's."""
         params = {"code": code} if code else {}
         if not preflight:
             params["preflight"] = "false"
+        if priority is not None:
+            params["priority"] = str(priority)
         query = f"?{urllib.parse.urlencode(params)}" if params else ""
         return self._json("POST", f"/studies{query}", spec_text.encode())
 
@@ -99,6 +102,10 @@ class ServiceClient:
     def campaign(self, name: str) -> dict[str, Any]:
         """Campaign ``name``'s timeline, as ``searchsvc campaign --json`` prints it."""
         return self._json("GET", f"/campaigns/{_quote(name)}")
+
+    def queue(self) -> dict[str, Any]:
+        """Your queued and running studies on the server's shared cluster (``GET /queue``)."""
+        return self._json("GET", "/queue")
 
     def cancel(self, name: str) -> dict[str, Any]:
         return self._json("POST", f"/studies/{_quote(name)}/cancel")
@@ -177,8 +184,8 @@ class Submission:
 
 
 def submit_study(client: ServiceClient, text: str, objective: str, folder: Path | None,
-                 code: Path | Literal[False] | None = None, preflight: bool = True
-                 ) -> Submission:
+                 code: Path | Literal[False] | None = None, preflight: bool = True,
+                 priority: int | None = None) -> Submission:
     """Submit the study file ``text``, whose objective is ``objective``, and the code it needs:
     ``code`` (a folder) uploaded; ``False`` none (the server must have the objective); None
     the default, :func:`default_code_folder` of the study file's ``folder`` (None: a file
@@ -193,7 +200,7 @@ def submit_study(client: ServiceClient, text: str, objective: str, folder: Path 
             server_imports = CallableRef.parse(objective).module
     upload = client.upload_code(pack(chosen)) if chosen is not None else None
     answer = client.submit(text, code=None if upload is None else upload["sha256"],
-                           preflight=preflight)
+                           preflight=preflight, priority=priority)
     return Submission(answer, chosen, upload, server_imports)
 
 

@@ -285,6 +285,9 @@ FORBIDDEN = {
                   "sqlalchemy", "fastapi"},
     "analysis": {"store", "report", "driver", "worker", "service", "ray", "sqlalchemy",
                  "fastapi", "matplotlib", "plotly"},
+    # The allocator's rule and its allowance files: no store, no Ray, no web.
+    "allocation": {"spec", "store", "searchers", "analysis", "report", "driver", "worker",
+                   "service", "backends", "usecases", "cli", "ray", "sqlalchemy", "fastapi"},
     # Reports render records and their analysis; reading them from a store is reporting.py's.
     "report": {"store", "driver", "worker", "service", "ray", "sqlalchemy", "fastapi"},
     "worker": {"driver", "store", "searchers", "analysis", "report", "service", "usecases",

@@ -125,3 +125,23 @@ def test_run_refuses_existing_study_and_points_to_resume(searchsvc_home: Path, c
     assert main(["run", str(ROOT / "spaces" / "quickstart.yaml")]) == 4
     err = capsys.readouterr().err
     assert "already exists" in err and "searchsvc resume quickstart" in err
+
+
+def test_an_admin_sets_quotas_and_token_priorities(tmp_path: Path, capsys) -> None:
+    url = f"sqlite:///{tmp_path / 'service.db'}"
+    assert main(["quota", "set", "ada", "--gpu", "1", "--storage", url]) == 0
+    assert capsys.readouterr().out == "ada: at most 1 GPU\n"
+    assert main(["quota", "set", "bob", "--cpu", "4", "--gpu", "0.5", "--storage", url]) == 0
+    assert main(["quota", "set", "ada", "--storage", url]) == 0  # neither: removed
+    capsys.readouterr()
+    assert main(["quota", "list", "--storage", url]) == 0
+    assert capsys.readouterr().out == "bob: at most 4 CPU, at most 0.5 GPU\n"
+    assert main(["quota", "set", "bob", "--gpu", "-1", "--storage", url]) == 2
+    assert "Invalid value for '--gpu'" in capsys.readouterr().err
+
+    assert main(["tokens", "create", "cy", "--max-priority", "20", "--storage", url]) == 0
+    token = capsys.readouterr().out.strip()
+    store = SqlStore(url)
+    grant = store.grant_for_token(token)
+    assert grant is not None and grant.max_priority == 20
+    assert store.get_quotas() == {"bob": {"CPU": 4.0, "GPU": 0.5}}

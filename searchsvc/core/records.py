@@ -132,9 +132,14 @@ class StudyRecord:
         return str(why) if why else None
 
 
+MAX_PRIORITY = 100  # a study's priority on a shared cluster: 0 (the default) to this
+
+
 @dataclass(frozen=True)
 class TokenGrant:
-    """What an API token allows: the user it acts as, and whether it may upload code."""
+    """What an API token allows: the user it acts as, whether it may upload code, and the
+    highest priority its studies may ask for on a shared cluster."""
 
     user: str
     allow_code: bool = False
+    max_priority: int = 0

@@ -41,6 +41,7 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("TuneController", "_stopped_trials"),
     ("TuneController", "_failed_trials"),
     ("TuneController", "_class_cache"),
+    ("TuneController", "_cleanup_cached_actors"),
     ("ray.tune.execution.class_cache", "_ActorClassCache"),
     ("_ActorClassCache", "_cache"),
     ("ActorHandle", "_actor_id"),
@@ -207,6 +208,35 @@ def start_unresettable_trials_afresh() -> None:
 
     _on_trial_reset.searchsvc = True  # type: ignore[attr-defined]
     TuneController._on_trial_reset = _on_trial_reset  # type: ignore[method-assign]
+
+
+# What says, during one Tune run, that the study holds back its trials (see below).
+_holding_back: list[Callable[[], bool]] = []
+
+
+def release_cached_workers_while(holds_back: Callable[[], bool] | None) -> None:
+    """Make Ray Tune end the idle workers it keeps for reuse while ``holds_back()`` says the
+    study may start no trial (None: as Tune does).
+
+    With ``reuse_actors``, Tune keeps one ended trial's worker, with the CPUs and GPUs it
+    holds, for the next trial even when no trial waits. A study held at its allowance of a
+    shared cluster starts no next trial until one of its own ends, so that worker would hold
+    resources the study may not use while another study's trial waits for them. At the end of
+    each of Tune's steps, while the study holds back, every cached worker is ended (the next
+    trial it starts starts a worker of its own). Idempotent; one study per process at a
+    time."""
+    from ray.tune.execution.tune_controller import TuneController
+
+    _holding_back[:] = [holds_back] if holds_back is not None else []
+    original = TuneController._cleanup_cached_actors
+    if getattr(original, "searchsvc", False):
+        return
+
+    def _cleanup_cached_actors(self: Any, force_all: bool = False) -> None:
+        original(self, force_all=force_all or any(held() for held in _holding_back))
+
+    _cleanup_cached_actors.searchsvc = True  # type: ignore[attr-defined]
+    TuneController._cleanup_cached_actors = _cleanup_cached_actors  # type: ignore[method-assign]
 
 
 def trainables_inherit_node_environment(

@@ -60,6 +60,7 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         from ray import tune
 
         from searchsvc.driver import raycompat
+        from searchsvc.driver.allowance import allowance_gate
         from searchsvc.driver.callbacks import StoreCallback
         from searchsvc.driver.schedulers import StudyStopping, create_scheduler
         from searchsvc.driver.settings import trial_settings
@@ -80,6 +81,10 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         produced=any(t.state in USABLE_STATES for t in store.get_trials(study.name)),
         oom_retries=oom_retries, resources=spec.resources)
     scheduler = create_scheduler(schedule, spec, callback)
+    concurrency = _concurrent_trials(spec)
+    search = StudySearch(searcher, pending, spec.metric, spec.mode,
+                         then=_next_stage(then, callback, progress),
+                         allowance=allowance_gate(progress), concurrency=concurrency)
     if isinstance(scheduler, StudyStopping):  # earlier runs' results fill each arm's state
         for observation in history:
             scheduler.restore_trial(observation.number, dict(observation.config),
@@ -87,11 +92,10 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     tuner = tune.Tuner(
         _trainable(spec, settings, storage / run_name),
         tune_config=tune.TuneConfig(
-            search_alg=StudySearch(searcher, pending, spec.metric, spec.mode,
-                                   then=_next_stage(then, callback, progress)),
+            search_alg=search,
             scheduler=scheduler,
             num_samples=-1,  # StudySearch says when the study's trials are all done
-            max_concurrent_trials=_concurrent_trials(spec),
+            max_concurrent_trials=concurrency,
             # A data-parallel trial's launcher holds nothing worth reusing; it must exit cleanly.
             reuse_actors=not spec.resources.data_parallel,
             time_budget_s=time_limit_s,
@@ -105,6 +109,7 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     raycompat.tag_callbacks_without_integrations()
     raycompat.start_unresettable_trials_afresh()
     raycompat.trainables_inherit_node_environment(embedded_environment)
+    raycompat.release_cached_workers_while(search.holds_back if search.allowance else None)
     tuner.fit()
     if spec.resources.data_parallel:
         _wait_for_training_runs(spec.name, progress)

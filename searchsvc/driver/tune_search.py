@@ -27,18 +27,28 @@ class StudySearch(PicklesDetached, TuneSearcher):
     next stage's searcher and trial numbers (the seed repeats, planned from the search's
     results), run in the same Tune run so that its workers carry over; None: no next stage.
 
+    ``allowance``, asked before each trial starts: how many trials the study may run at once on
+    a shared cluster (None: as many as its study file allows). At or above it the search
+    proposes nothing, as Ray's ``ConcurrencyLimiter`` does, and Tune asks again later.
+    :meth:`holds_back` says when an allowance below the study's own ``concurrency`` keeps it
+    from starting a trial: its idle workers are then released (see
+    :func:`~searchsvc.driver.raycompat.release_cached_workers_while`).
+
     Searcher memory lives in the store and is rebuilt from it on resume, so Tune's own
     save/restore of search state is not used.
     """
 
     def __init__(self, searcher: Searcher, pending: list[int], metric: str, mode: str,
-                 then: Callable[[], Stage | None] | None = None):
+                 then: Callable[[], Stage | None] | None = None,
+                 allowance: Callable[[], int | None] | None = None,
+                 concurrency: int | None = None):
         super().__init__(metric=metric, mode=mode)
         # Not named `searcher`: Ray Tune treats that attribute as a wrapped Tune searcher.
         self.study_searcher = searcher
         self.pending = list(pending)
         self.live: set[str] = set()  # Tune trial ids started and not yet ended
         self.then = then
+        self.allowance, self.concurrency = allowance, concurrency
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict,
                               **spec: Any) -> bool:
@@ -52,6 +62,8 @@ class StudySearch(PicklesDetached, TuneSearcher):
         if not self.pending:
             # Ray's own annotation (Optional[Dict]) leaves out its FINISHED sentinel.
             return None if self.live else TuneSearcher.FINISHED  # type: ignore[return-value]
+        if self._at_allowance():
+            return None
         self.live.add(trial_id)
         number = self.pending.pop(0)
         proposal = self.study_searcher.propose(number)
@@ -59,6 +71,18 @@ class StudySearch(PicklesDetached, TuneSearcher):
         config[META_KEY] = {"number": number, "seed": proposal.seed,
                             "arm": dict(proposal.arm.values), "repeat_of": proposal.repeat_of}
         return config
+
+    def _at_allowance(self) -> bool:
+        allowed = self.allowance() if self.allowance is not None else None
+        return allowed is not None and len(self.live) >= allowed
+
+    def holds_back(self) -> bool:
+        """Whether, under an allowance below the study's own concurrency, it starts no trial
+        now: it is at its allowance, or has none left to start."""
+        allowed = self.allowance() if self.allowance is not None else None
+        if allowed is None or (self.concurrency is not None and allowed >= self.concurrency):
+            return False
+        return len(self.live) >= allowed or not self.pending
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
                           error: bool = False) -> None:

@@ -12,7 +12,7 @@ from fastapi.responses import FileResponse
 
 from searchsvc.core import StudyRecord, StudyState
 from searchsvc.errors import LimitExceededError, NotFoundError
-from searchsvc.service.scheduler import StudyScheduler
+from searchsvc.service.runner import StudyRunner
 from searchsvc.store import Store
 
 ReportFormat = Literal["html", "md", "json", "csv"]
@@ -22,16 +22,16 @@ REPORT_FORMATS: tuple[str, ...] = get_args(ReportFormat)
 @dataclass
 class ServiceStudies:
     store: Store
-    scheduler: StudyScheduler | None = None
+    runner: StudyRunner | None = None
     max_queued_per_user: int | None = None  # studies created or running at once, per user
 
     @property
     def runs_studies(self) -> bool:
-        return self.scheduler is not None
+        return self.runner is not None
 
     def cluster_nodes(self) -> list[dict[str, Any]] | None:
         """The Ray nodes this service's studies run on (None: not known, or it runs none)."""
-        return None if self.scheduler is None else self.scheduler.cluster.nodes()
+        return None if self.runner is None else self.runner.cluster.nodes()
 
     def owned(self, name: str, owner: str) -> StudyRecord:
         """Study ``name`` if ``owner`` owns it; 404 whether it is another user's or none."""
@@ -56,7 +56,7 @@ class ServiceStudies:
 
     def cancel(self, name: str, owner: str) -> StudyRecord:
         self.owned(name, owner)
-        self._scheduler().cancel(name)
+        self._runner().cancel(name)
         return self.store.get_study(name)
 
     def resume(self, name: str, owner: str) -> StudyRecord:
@@ -66,13 +66,24 @@ class ServiceStudies:
                                 "study can be resumed")
         if self.max_queued_per_user is not None:  # a resumed study is queued as a new one
             check_quota(self.store, owner, self.max_queued_per_user)
-        self._scheduler().requeue(name)
+        self._runner().requeue(name)
         return self.store.get_study(name)
 
-    def _scheduler(self) -> StudyScheduler:
-        if self.scheduler is None:
+    def queue(self, owner: str) -> dict[str, Any]:
+        return self._runner().queue(owner)
+
+    def share_line(self, name: str, owner: str) -> str:
+        """How ``owner``'s study ``name`` is doing on the shared cluster, as ``searchsvc
+        queue`` says it (empty when it is not queued or running, or nothing runs here)."""
+        if self.runner is None:
+            return ""
+        return next((s["line"] for s in self.runner.queue(owner)["studies"]
+                     if s["name"] == name), "")
+
+    def _runner(self) -> StudyRunner:
+        if self.runner is None:
             raise HTTPException(503, "this server does not run studies")
-        return self.scheduler
+        return self.runner
 
 
 def check_quota(store: Store, user: str, limit: int) -> None:

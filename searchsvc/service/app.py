@@ -21,7 +21,7 @@ from searchsvc.service.capacity import cluster_summary
 from searchsvc.service.config import MAX_BODY_BYTES, SERVER_LIMITS, ServiceConfig
 from searchsvc.service.context import ApiContext
 from searchsvc.service.reads import reads_router
-from searchsvc.service.scheduler import StudyScheduler
+from searchsvc.service.runner import StudyRunner
 from searchsvc.service.submit import submit_router
 from searchsvc.service.ui import SignInRequired, sign_in_redirect, ui_router
 from searchsvc.store import Store
@@ -29,21 +29,21 @@ from searchsvc.store import Store
 __all__ = ["MAX_BODY_BYTES", "SERVER_LIMITS", "ServiceConfig", "create_app"]
 
 def create_app(store: Store, config: ServiceConfig | None = None,
-               scheduler: StudyScheduler | None = None) -> FastAPI:
-    """The API on ``store``; with a ``scheduler``, submitted studies also run."""
+               runner: StudyRunner | None = None) -> FastAPI:
+    """The API on ``store``; with a ``runner``, submitted studies also run."""
     config = config or ServiceConfig()
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if scheduler is not None:
-            scheduler.start()
+        if runner is not None:
+            runner.start()
         yield
-        if scheduler is not None:
-            scheduler.stop()
+        if runner is not None:
+            runner.stop()
 
     app = FastAPI(title="searchsvc", version=__version__, lifespan=lifespan,
                   description="Hyperparameter studies on Ray Tune: submit, watch, read.")
-    studies = ServiceStudies(store, scheduler, config.max_queued_per_user)
+    studies = ServiceStudies(store, runner, config.max_queued_per_user)
     ctx = ApiContext(store, config, studies)
     app.state.api = ctx
     app.include_router(submit_router(ctx))
@@ -60,8 +60,8 @@ def create_app(store: Store, config: ServiceConfig | None = None,
         down = store.unreachable()
         found = {"status": "degraded" if down else "ok", "version": __version__,
                  "store": f"unreachable: {down}" if down else "ok"}
-        if scheduler is not None:
-            found["cluster"] = cluster_summary(scheduler.cluster.nodes())
+        if runner is not None:
+            found["cluster"] = cluster_summary(runner.cluster.nodes())
         return found
 
     return app

@@ -59,10 +59,18 @@ class ClusterView:
             self._stop.wait(self.refresh_s)
 
 
+def cluster_capacity(nodes: list[dict[str, Any]] | None) -> dict[str, float] | None:
+    """The CPUs and GPUs of the alive ``nodes`` together; None while they are not known."""
+    if nodes is None:
+        return None
+    alive = [n for n in nodes if n.get("Alive", True)]
+    return {key: sum(float(n.get("Resources", {}).get(key, 0.0)) for n in alive)
+            for key in ("CPU", "GPU")}
+
+
 def cluster_summary(nodes: list[dict[str, Any]] | None) -> str:
     """``2 node(s): 4 CPUs, 0 GPUs in all``, or that they are not known yet."""
-    if nodes is None:
+    total = cluster_capacity(nodes)
+    if nodes is None or total is None:
         return "not known yet"
-    total = {key: sum(float(n.get("Resources", {}).get(key, 0.0)) for n in nodes)
-             for key in ("CPU", "GPU")}
     return f"{len(nodes)} node(s): {total['CPU']:g} CPUs, {total['GPU']:g} GPUs in all"

@@ -69,6 +69,14 @@ def reads_router(ctx: ApiContext) -> APIRouter:
 
         return encode(usecases.campaign(name, store, owner=owner).as_dict())
 
+    @router.get("/queue")
+    def queue(owner: User) -> dict[str, Any]:
+        """The caller's queued and running studies on the shared cluster, each with its
+        priority, allowance (trials it may run at once), running trials, queue position and
+        the line that says why it waits; other users' work only as load. 503 on a server that
+        runs no studies."""
+        return studies.queue(owner)
+
     @router.post("/studies/{name}/cancel")
     def cancel(name: str, owner: User) -> dict[str, Any]:
         """Stop a queued or running study (running trials are marked interrupted)."""

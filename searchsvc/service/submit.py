@@ -9,11 +9,13 @@ from fastapi import APIRouter, HTTPException, Query, Request
 
 from searchsvc.codebundle import CodeBundle, find_bundle, store_bundle
 from searchsvc.core import StudyRecord, TokenGrant
+from searchsvc.core.records import MAX_PRIORITY
 from searchsvc.errors import ConflictError, PermissionDeniedError, SpecError
 from searchsvc.service.access import check_quota
 from searchsvc.service.config import ServiceConfig
 from searchsvc.service.context import ApiContext, Grant
 from searchsvc.service.reads import study_json
+from searchsvc.service.sharing import PRIORITY_KEY
 from searchsvc.spec import StudySpec, json_schema
 
 
@@ -33,6 +35,10 @@ def submit_router(ctx: ApiContext) -> APIRouter:
                      preflight: Annotated[bool, Query(
                          description="false: start the study without preflight (the "
                          "objective at the centre of the space for a few steps)")] = True,
+                     priority: Annotated[int | None, Query(
+                         ge=0, le=MAX_PRIORITY, description="the study's priority on the "
+                         "shared cluster, instead of the study file's (at most the token's "
+                         "max priority)")] = None,
                      ) -> dict[str, Any]:
         """Create a study from a study file, sent as YAML or JSON. 422 carries exactly the
         messages of ``searchsvc validate``, and names any module the server may not import."""
@@ -42,6 +48,7 @@ def submit_router(ctx: ApiContext) -> APIRouter:
             # Finding the bundle walks its files (for provenance): off the loop too.
             bundle = _bundle_for(code, token) if code is not None else None
             spec = _checked_spec(body, ctx.config, bundle)
+            _may_ask_priority(token, spec.priority if priority is None else priority)
             from searchsvc import usecases
 
             nodes = ctx.studies.cluster_nodes()
@@ -50,13 +57,24 @@ def submit_router(ctx: ApiContext) -> APIRouter:
             check_quota(ctx.store, token.user, ctx.config.max_queued_per_user)
 
             try:  # the objective's module is located, never imported, in the API process
-                return usecases.create(spec, ctx.store, owner=token.user, code=bundle,
-                                       import_objective=False, preflight=preflight)
+                study = usecases.create(spec, ctx.store, owner=token.user, code=bundle,
+                                        import_objective=False, preflight=preflight)
             except ConflictError:
                 raise HTTPException(409, f"a study named {spec.name!r} already exists"
                                     ) from None
+            if priority is None:
+                return study
+            return ctx.store.update_study(study.name, provenance={
+                **study.provenance, PRIORITY_KEY: priority})
 
         return study_json(await ctx.off_loop(create_checked, "creating the study"))
+
+    def _may_ask_priority(token: TokenGrant, priority: int) -> None:
+        if priority > token.max_priority:
+            raise PermissionDeniedError(
+                f"priority {priority} is above this token's highest, {token.max_priority}: "
+                "submit at that or lower, or ask the server's admin for a token made with "
+                f"`searchsvc tokens create NAME --max-priority {priority}`")
 
     def _bundle_for(code: str, token: TokenGrant) -> CodeBundle:
         _may_use_code(token)

@@ -153,7 +153,7 @@ def _study_pages(router: APIRouter, studies: ServiceStudies, page: _Pages) -> No
                     refresh=REFRESH_S if view["state"] in LIVE_STATES else None,
                     can_cancel=view["state"] in LIVE_STATES and studies.runs_studies,
                     can_resume=view["state"] == StudyState.INTERRUPTED and studies.runs_studies,
-                    campaign=_campaign_of(study))
+                    campaign=_campaign_of(study), share=studies.share_line(name, user))
 
     @router.get("/ui/campaigns/{name}")
     def campaign_page(name: str, request: Request, user: Viewer) -> HTMLResponse:

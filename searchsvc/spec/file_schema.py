@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from searchsvc.core.commands import WANDB_METRICS, ArgStyle
+from searchsvc.core.records import MAX_PRIORITY
 from searchsvc.core.stopping import RuleKind
 from searchsvc.plugins import BACKENDS, SEARCHERS, TRACKERS
 from searchsvc.registry import Registry
@@ -318,6 +319,9 @@ class StudyFile(_FileModel):
         "reference lists each one's)."))
     budget: BudgetFile = Field(default_factory=BudgetFile)
     resources: ResourcesFile = Field(default_factory=ResourcesFile)
+    priority: int = Field(0, ge=0, le=MAX_PRIORITY, description=(
+        "On a service's shared cluster: a study of higher priority takes the free slots "
+        "before those of lower ones. A service caps it per token."))
     seed: int = Field(0, ge=0)
     parameters: dict[str, ParameterFile]
     checkpoints: CheckpointsFile = Field(default_factory=CheckpointsFile)

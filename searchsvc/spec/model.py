@@ -321,6 +321,7 @@ class StudySpec:
     searcher_options: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     budget: Budget = field(default_factory=Budget)
     resources: Resources = field(default_factory=Resources)
+    priority: int = 0  # on a shared cluster: higher takes free slots first
     seed: int = 0
     checkpoints: Checkpoints = field(default_factory=Checkpoints)
     noise: Noise | None = None  # None: no repeats (`noise: off`, or no scientific parameter)

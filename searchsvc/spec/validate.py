@@ -220,6 +220,7 @@ class _SemanticCheck:
             searcher_options=MappingProxyType(dict(m.searcher_options)),
             budget=budget,
             resources=resources,
+            priority=m.priority,
             seed=m.seed,
             parameters=MappingProxyType(params),
             parameter_order=order,

@@ -15,6 +15,7 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol, TypeVar
 
 from searchsvc.core import Constraint, Curve, StudyRecord, TokenGrant, TrialEvent, TrialRecord
+from searchsvc.core.records import MAX_PRIORITY
 
 T = TypeVar("T")
 
@@ -32,6 +33,28 @@ UPDATABLE_STUDY_FIELDS = frozenset({"state", "total_trials", "results_dir", "sta
 def token_hash(token: str) -> str:
     """What a store keeps of an API token (never the token itself)."""
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+def check_max_priority(max_priority: int) -> None:
+    """ValueError, echoing it, for a token's priority cap outside 0..MAX_PRIORITY."""
+    if not 0 <= max_priority <= MAX_PRIORITY:
+        raise ValueError(f"a token's max priority is between 0 and {MAX_PRIORITY} "
+                         f"(got {max_priority!r})")
+
+
+QUOTA_RESOURCES = ("CPU", "GPU")
+
+
+def checked_quota(limits: Mapping[str, float]) -> dict[str, float]:
+    """``limits`` as a quota keeps them; ValueError, echoing the value, for a resource other
+    than :data:`QUOTA_RESOURCES` or a negative limit."""
+    unknown = set(limits) - set(QUOTA_RESOURCES)
+    if unknown:
+        raise ValueError(f"a quota limits {' and '.join(QUOTA_RESOURCES)} (got {sorted(unknown)})")
+    negative = {k: v for k, v in limits.items() if v < 0}
+    if negative:
+        raise ValueError(f"a quota's limits are not negative (got {negative})")
+    return {k: float(v) for k, v in limits.items()}
 
 
 def best_point(points: Iterable[tuple[int, float | None]], mode: str
@@ -113,9 +136,11 @@ class Store(ABC):
 
     # -- API tokens --
     @abstractmethod
-    def create_token(self, user: str, *, allow_code: bool = False) -> str:
-        """A new API token for ``user``; only its hash is kept, so this is the one chance to
-        read it."""
+    def create_token(self, user: str, *, allow_code: bool = False,
+                     max_priority: int = 0) -> str:
+        """A new API token for ``user`` (``allow_code``: it may upload code bundles;
+        ``max_priority``: the highest priority its studies may ask for); only its hash is
+        kept, so this is the one chance to read it."""
 
     @abstractmethod
     def grant_for_token(self, token: str) -> TokenGrant | None:
@@ -125,6 +150,16 @@ class Store(ABC):
         """The user ``token`` belongs to, or None for an unknown token."""
         grant = self.grant_for_token(token)
         return None if grant is None else grant.user
+
+    @abstractmethod
+    def set_quota(self, user: str, limits: Mapping[str, float]) -> None:
+        """Set ``user``'s quota: the most of each resource (``CPU``, ``GPU``) their studies
+        may hold at once; a resource not named has no limit, and no limits remove the quota.
+        ValueError, echoing it, for a negative limit or another resource."""
+
+    @abstractmethod
+    def get_quotas(self) -> dict[str, dict[str, float]]:
+        """Every user's quota, by user (users without one are not keys)."""
 
     # -- trials --
     @abstractmethod

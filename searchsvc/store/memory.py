@@ -47,6 +47,8 @@ from searchsvc.store.base import (
     MeasurementRow,
     Store,
     best_point,
+    check_max_priority,
+    checked_quota,
     constraints_json,
     constraints_of,
     token_hash,
@@ -142,6 +144,7 @@ class InMemoryStore(Store):
         self._measurements: dict[int, list[_Measurement]] = {}  # trial id -> in insert order
         self._events: dict[int, _Event] = {}
         self._tokens: dict[str, TokenGrant] = {}  # token hash -> grant
+        self._quotas: dict[str, dict[str, float]] = {}
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -248,18 +251,32 @@ class InMemoryStore(Store):
 
     # -- API tokens ----------------------------------------------------------------------------
 
-    def create_token(self, user: str, *, allow_code: bool = False) -> str:
-        """A new API token for ``user`` (``allow_code``: it may upload code bundles); only its
-        hash is kept, so this is the one chance to read it."""
+    def create_token(self, user: str, *, allow_code: bool = False,
+                     max_priority: int = 0) -> str:
+        """A new API token for ``user`` (``allow_code``: it may upload code bundles;
+        ``max_priority``: the highest priority its studies may ask for); only its hash is
+        kept, so this is the one chance to read it."""
+        check_max_priority(max_priority)
         token = secrets.token_urlsafe(32)
         with self._lock:
-            self._put(self._tokens, token_hash(token), TokenGrant(user, bool(allow_code)))
+            self._put(self._tokens, token_hash(token),
+                      TokenGrant(user, bool(allow_code), max_priority))
         return token
 
     def grant_for_token(self, token: str) -> TokenGrant | None:
         """Who ``token`` acts as and what it may do, or None for an unknown token."""
         with self._lock:
             return self._tokens.get(token_hash(token))
+
+    def set_quota(self, user: str, limits: Mapping[str, float]) -> None:
+        limits = checked_quota(limits)
+        with self._lock:
+            if limits or user in self._quotas:
+                self._put(self._quotas, user, limits or _GONE)
+
+    def get_quotas(self) -> dict[str, dict[str, float]]:
+        with self._lock:
+            return {user: dict(limits) for user, limits in self._quotas.items()}
 
     # -- trials --------------------------------------------------------------------------------
 

@@ -129,3 +129,16 @@ class TokenRow(Base):
     # May upload code bundles (`searchsvc tokens create --allow-code`): runs anything.
     allow_code: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False,
                                              server_default=false())
+    # The highest study priority it may submit (`searchsvc tokens create --max-priority`).
+    max_priority: Mapped[int] = mapped_column(Integer, nullable=False, default=0,
+                                              server_default="0")
+
+
+class QuotaRow(Base):
+    """The most CPUs and GPUs a service user's studies may hold at once (None: no limit)."""
+
+    __tablename__ = "quotas"
+
+    user: Mapped[str] = mapped_column(String(100), primary_key=True)
+    cpu: Mapped[float | None] = mapped_column(Float, nullable=True)
+    gpu: Mapped[float | None] = mapped_column(Float, nullable=True)

@@ -41,13 +41,22 @@ from searchsvc.store.base import (
     UPDATABLE_STUDY_FIELDS,
     Store,
     best_point,
+    check_max_priority,
+    checked_quota,
     constraints_json,
     constraints_of,
     token_hash,
 )
 from searchsvc.store.base import MeasurementRow as MeasurementItem
 from searchsvc.store.outage import OutageWatch, is_transient, short_error
-from searchsvc.store.schema import EventRow, MeasurementRow, StudyRow, TokenRow, TrialRow
+from searchsvc.store.schema import (
+    EventRow,
+    MeasurementRow,
+    QuotaRow,
+    StudyRow,
+    TokenRow,
+    TrialRow,
+)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 StudySummary = tuple[StudyCounts, "float | None"]  # a study's counts and best value
@@ -262,21 +271,43 @@ class SqlStore(Store):
 
     # -- API tokens ----------------------------------------------------------------------------
 
-    def create_token(self, user: str, *, allow_code: bool = False) -> str:
-        """A new API token for ``user`` (``allow_code``: it may upload code bundles); only its
-        hash is stored, so this is the one chance to read it."""
+    def create_token(self, user: str, *, allow_code: bool = False,
+                     max_priority: int = 0) -> str:
+        """A new API token for ``user`` (``allow_code``: it may upload code bundles;
+        ``max_priority``: the highest priority its studies may ask for); only its hash is
+        stored, so this is the one chance to read it."""
+        check_max_priority(max_priority)
         token = secrets.token_urlsafe(32)
         with self._session() as s:
             s.add(TokenRow(user=user, token_hash=token_hash(token), created_at=time.time(),
-                           allow_code=allow_code))
+                           allow_code=allow_code, max_priority=max_priority))
         return token
 
     def grant_for_token(self, token: str) -> TokenGrant | None:
         """Who ``token`` acts as and what it may do, or None for an unknown token."""
         with self._session() as s:
-            row = s.execute(select(TokenRow.user, TokenRow.allow_code).where(
-                TokenRow.token_hash == token_hash(token))).first()
-        return None if row is None else TokenGrant(row[0], bool(row[1]))
+            row = s.execute(select(TokenRow.user, TokenRow.allow_code, TokenRow.max_priority)
+                            .where(TokenRow.token_hash == token_hash(token))).first()
+        return None if row is None else TokenGrant(row[0], bool(row[1]), int(row[2]))
+
+    def set_quota(self, user: str, limits: Mapping[str, float]) -> None:
+        limits = checked_quota(limits)
+        with self._session() as s:
+            row = s.get(QuotaRow, user)
+            if not limits:
+                if row is not None:
+                    s.delete(row)
+                return
+            if row is None:
+                row = QuotaRow(user=user)
+                s.add(row)
+            row.cpu, row.gpu = limits.get("CPU"), limits.get("GPU")
+
+    def get_quotas(self) -> dict[str, dict[str, float]]:
+        with self._session() as s:
+            rows = s.execute(select(QuotaRow.user, QuotaRow.cpu, QuotaRow.gpu)).all()
+        return {user: {k: v for k, v in (("CPU", cpu), ("GPU", gpu)) if v is not None}
+                for user, cpu, gpu in rows}
 
     def user_for_token(self, token: str) -> str | None:
         """The user ``token`` belongs to, or None for an unknown token."""

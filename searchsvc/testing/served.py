@@ -38,6 +38,22 @@ parameters:
   weight_decay: {{role: nuisance, low: 1.0e-6, high: 1.0e-2, scale: log}}
 """
 
+# A study whose trials take time (4 steps of ``step_s`` seconds, one CPU each, two at a
+# time): the sharing tests and benchmarks/fair_share.py.
+TIMED_STUDY = """
+study: {name}
+objective: objectives.synthetic:noisy
+metric: loss
+mode: min
+searcher: random
+budget: {{trials: {trials}, max_concurrent: 2, max_steps: 4}}
+noise: off
+parameters:
+  variant: {{role: nuisance, values: [a, c]}}
+  x: {{role: nuisance, low: 0.0, high: 1.0}}
+  sleep_s: {{role: fixed, value: {step_s}}}
+"""
+
 # A keras_tuner study: two "module:callable" fields, the objective and backend_options.data.
 KERAS_STUDY = """
 study: keras-{n}
@@ -119,10 +135,13 @@ class Service:
         return subprocess.run([sys.executable, "-m", "searchsvc.cli", *args], env=env, cwd=cwd,
                               capture_output=True, text=True, timeout=timeout)
 
-    def wait_for(self, name: str, state: str, timeout: float = 240) -> dict:
+    def wait_for(self, name: str, state: str, timeout: float = 240,
+                 token: str | None = None) -> dict:
+        """Study ``name`` once it is in ``state`` (read with ``token``, default the
+        service's user's)."""
         deadline = time.time() + timeout
         while time.time() < deadline:
-            study = self.call("GET", f"/studies/{name}")
+            study = self.call("GET", f"/studies/{name}", token=token)
             if study["state"] == state:
                 return study
             time.sleep(0.5)

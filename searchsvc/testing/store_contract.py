@@ -124,6 +124,24 @@ class StoreContract:
         assert store.grant_for_token(coder) == TokenGrant("bob", allow_code=True)
         assert store.grant_for_token(plain + "x") is None
         assert store.user_for_token("") is None
+        lead = store.create_token("cy", max_priority=50)
+        assert store.grant_for_token(lead) == TokenGrant("cy", max_priority=50)
+        with pytest.raises(ValueError, match="got 101"):
+            store.create_token("cy", max_priority=101)
+
+    def test_quotas_are_set_replaced_and_removed_per_user(self, store: Store) -> None:
+        assert store.get_quotas() == {}
+        store.set_quota("ada", {"GPU": 1})
+        store.set_quota("bob", {"CPU": 4, "GPU": 0.5})
+        assert store.get_quotas() == {"ada": {"GPU": 1.0}, "bob": {"CPU": 4.0, "GPU": 0.5}}
+        store.set_quota("ada", {"CPU": 2})  # replaced whole: no GPU limit left
+        store.set_quota("bob", {})
+        assert store.get_quotas() == {"ada": {"CPU": 2.0}}
+        with pytest.raises(ValueError, match="got \\['memory'\\]"):
+            store.set_quota("ada", {"memory": 3})
+        with pytest.raises(ValueError, match="-1"):
+            store.set_quota("ada", {"GPU": -1})
+        assert store.get_quotas() == {"ada": {"CPU": 2.0}}
 
     # -- trials and measurements ---------------------------------------------------------------
 

@@ -50,3 +50,37 @@ def test_the_search_finishes_only_when_every_started_trial_has_ended() -> None:
 
 def test_a_resumed_study_with_nothing_pending_is_finished_at_once() -> None:
     assert _search([]).suggest("a") == TuneSearcher.FINISHED
+
+
+def test_at_its_allowance_the_search_proposes_nothing_until_a_trial_ends() -> None:
+    allowed = [2]
+    search = StudySearch(create_searcher(validate_text(SPEC)), [0, 1, 2], "value", "min",
+                         allowance=lambda: allowed[0])
+    assert search.suggest("a") is not None and search.suggest("b") is not None
+    allowed[0] = 1  # another user's study arrived
+    search.on_trial_complete("a")
+    assert search.suggest("c") is None  # one runs: that is the whole allowance
+    search.on_trial_complete("b")
+    third = search.suggest("d")
+    assert third is not None and third[META_KEY]["number"] == 2
+    allowed[0] = 0
+    search.on_trial_complete("d")
+    assert search.suggest("e") == TuneSearcher.FINISHED  # nothing left: done, allowance or not
+
+
+def test_it_holds_back_only_where_the_allowance_is_below_its_own_concurrency() -> None:
+    allowed: list[int | None] = [None]
+    search = StudySearch(create_searcher(validate_text(SPEC)), [0, 1, 2], "value", "min",
+                         allowance=lambda: allowed[0], concurrency=2)
+    search.suggest("a")
+    search.suggest("b")
+    assert not search.holds_back()  # no allowance: Tune keeps its workers as it does
+    allowed[0] = 2
+    assert not search.holds_back()  # at its own limit, not held by the allowance
+    allowed[0] = 1
+    assert search.holds_back()  # two run, one allowed: a worker that frees is let go
+    search.on_trial_complete("a")
+    search.on_trial_complete("b")
+    assert not search.holds_back()  # below it: the next trial takes the freed worker
+    search.suggest("c")
+    assert search.holds_back()  # trial 2 runs and none is left to start

@@ -148,7 +148,7 @@ def test_report_formats_are_a_closed_list_and_other_users_reports_are_hidden(
     assert report.status_code == 200 and report.json()["study"] == "quickstart"
 
 
-def test_a_server_without_a_scheduler_says_it_runs_nothing(client: TestClient,
+def test_a_server_without_a_runner_says_it_runs_nothing(client: TestClient,
                                                            store: Store) -> None:
     token = store.create_token("ada")
     assert client.post("/studies", content=SPEC, headers=auth(token)).status_code == 201
@@ -169,7 +169,7 @@ def test_resuming_a_study_counts_against_the_users_queue_limit(store: Store) -> 
         assert "serve --max-queued-per-user 1" in full.json()["detail"]
     assert store.get_study("quickstart").state == StudyState.INTERRUPTED
     store.update_study("other", state=StudyState.COMPLETED)
-    # Within the limit it goes on to the scheduler, which this server has not.
+    # Within the limit it goes on to the runner, which this server has not.
     assert client.post("/studies/quickstart/resume", headers=auth(token)).status_code == 503
 
 
@@ -259,3 +259,42 @@ def test_a_study_reads_whole_through_the_api_steps_of_chosen_trials_and_non_fini
     [event] = client.get("/studies/quickstart/events", headers=auth(token)).json()
     assert (event["number"], event["kind"], event["step"], event["data"]) == (
         1, "stopped_early", 2, {"rung": 1})
+
+
+def test_the_queue_lists_a_users_own_studies_and_needs_a_server_that_runs_them(
+        client: TestClient, store: Store, tmp_path: Path) -> None:
+    from searchsvc.service.runner import StudyRunner
+
+    ada, bob = store.create_token("ada"), store.create_token("bob")
+    assert client.get("/queue", headers=auth(ada)).status_code == 503
+    # A server that drives no study at once (never started: nothing runs).
+    served = TestClient(create_app(store, ServiceConfig(),
+                                   StudyRunner(store, max_running=0, home=tmp_path)))
+    for name, token in (("first", ada), ("second", bob), ("third", ada)):
+        spec = SPEC.replace("study: quickstart", f"study: {name}")
+        assert served.post("/studies", content=spec, headers=auth(token)).status_code == 201
+    queue = served.get("/queue", headers=auth(ada)).json()
+    assert [(s["name"], s["position"], s["line"]) for s in queue["studies"]] == [
+        ("first", 1, "queued: 0 studies ahead of it; the service drives 0 at once"),
+        ("third", 3, "queued: 2 studies ahead of it; the service drives 0 at once")]
+    assert queue["other_users"] == 1 and "second" not in json.dumps(queue)
+    assert [s["name"] for s in served.get("/queue", headers=auth(bob)).json()["studies"]] == [
+        "second"]
+
+
+def test_a_priority_above_the_tokens_highest_is_refused(client: TestClient,
+                                                         store: Store) -> None:
+    from searchsvc.service.sharing import priority_of
+
+    plain, lead = store.create_token("ada"), store.create_token("cy", max_priority=10)
+    urgent = SPEC.replace("study: quickstart", "study: urgent\npriority: 5")
+    for token, query in ((plain, ""), (plain, "?priority=5"), (lead, "?priority=11")):
+        refused = client.post(f"/studies{query}", content=urgent, headers=auth(token))
+        assert refused.status_code == 403, (query, refused.text)
+        assert "`searchsvc tokens create NAME --max-priority" in refused.json()["detail"]
+    assert client.post("/studies?priority=101", content=SPEC,
+                       headers=auth(lead)).status_code == 422  # beyond any token's
+    assert client.post("/studies", content=urgent, headers=auth(lead)).status_code == 201
+    assert priority_of(store.get_study("urgent")) == 5  # the study file's
+    assert client.post("/studies?priority=7", content=SPEC, headers=auth(lead)).status_code == 201
+    assert priority_of(store.get_study("quickstart")) == 7  # submit's, over the file's 0

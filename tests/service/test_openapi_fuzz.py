@@ -21,7 +21,7 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.transport.serialization import Binary
 
 from searchsvc.service import ServiceConfig, create_app
-from searchsvc.service.scheduler import StudyScheduler
+from searchsvc.service.runner import StudyRunner
 from searchsvc.store import SqlStore
 from tests.archives import tar_gz
 
@@ -43,7 +43,7 @@ Statuses = collections.Counter[tuple[str, int]]
 
 def _without_lifespan(app: Any) -> Any:
     """``app`` with its lifespan refused: schemathesis's ASGI client starts an app's lifespan
-    (and keeps it for the rest of the process), and this app's would start the scheduler, which
+    (and keeps it for the rest of the process), and this app's would start the runner, which
     launches real `searchsvc resume` processes for queued studies."""
 
     async def no_lifespan(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -61,10 +61,10 @@ def api_schema(tmp_path: Path) -> schemathesis.BaseSchema:
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
     # A code token: uploads (POST /code, POST /studies?code=) get past the permission check.
     token = store.create_token("ada", allow_code=True)
-    # A real scheduler, never started (see _without_lifespan): cancel and resume change the
+    # A real runner, never started (see _without_lifespan): cancel and resume change the
     # study's state in the store, as on a server that runs studies, and nothing is launched.
     app = create_app(store, ServiceConfig(max_body_bytes=20_000, code_root=tmp_path / "code"),
-                     scheduler=StudyScheduler(store))
+                     runner=StudyRunner(store))
     created = TestClient(app).post("/studies", content=SPEC,
                                    headers={"Authorization": f"Bearer {token}"})
     assert created.status_code == 201, created.text

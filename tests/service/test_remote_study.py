@@ -235,3 +235,33 @@ def test_a_remote_studys_campaign_is_the_one_in_its_store(served: Service, capsy
     assert main(["campaign", "round-one", "--json", "--server", served.url,
                  "--token", served.token]) == 0
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(local.as_dict()))
+
+
+def test_queue_and_status_print_the_line_the_api_gives(served: Service, capsys) -> None:
+    remote = ["--server", served.url, "--token", served.token]
+    served.call("POST", "/studies?preflight=false", SPEC.format(name="waits-in-queue", trials=2))
+    queue = served.call("GET", "/queue")
+    [line] = [s["line"] for s in queue["studies"] if s["name"] == "waits-in-queue"]
+    assert line.startswith("queued: ") and line.endswith("the service drives 0 at once")
+    assert main(["queue", *remote]) == 0
+    printed = capsys.readouterr().out
+    assert "waits-in-queue: created · priority 0 · #" in printed and line in printed
+    assert "bobs" not in printed
+    assert main(["status", "waits-in-queue", *remote]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f"  {line}"
+    assert main(["queue", "--json", *remote]) == 0
+    assert json.loads(capsys.readouterr().out)["studies"] == queue["studies"]
+
+
+def test_submit_with_a_priority_the_token_may_not_ask_for_is_refused(
+        served: Service, tmp_path: Path, capsys) -> None:
+    spec = tmp_path / "urgent.yaml"
+    spec.write_text(SPEC.format(name="urgent", trials=2))
+    lead = served.store.create_token("ada", max_priority=3)
+    assert main(["submit", str(spec), "--no-code", "--priority", "4", "--server", served.url,
+                 "--token", lead]) == 10
+    assert "priority 4 is above this token's highest, 3" in capsys.readouterr().err
+    assert main(["submit", str(spec), "--no-code", "--priority", "3", "--server", served.url,
+                 "--token", lead]) == 0
+    [mine] = [s for s in served.call("GET", "/queue")["studies"] if s["name"] == "urgent"]
+    assert mine["priority"] == 3

@@ -109,15 +109,19 @@ def test_the_study_page_lists_trials_escapes_their_errors_and_links_the_report(
 
 
 def test_cancel_is_offered_only_where_studies_run(store: Store, tmp_path: Path) -> None:
-    from searchsvc.service.scheduler import StudyScheduler
+    from searchsvc.service.runner import StudyRunner
 
     token = store.create_token("ada")
     plain = TestClient(create_app(store, ServiceConfig()), follow_redirects=False)
     with_trials(plain, store, token)
     assert 'id="cancel"' not in plain.get("/ui/studies/quickstart", headers=auth(token)).text
-    scheduler = StudyScheduler(store)  # never started: cancel acts on the store alone
-    running = TestClient(create_app(store, ServiceConfig(), scheduler), follow_redirects=False)
-    assert 'id="cancel"' in running.get("/ui/studies/quickstart", headers=auth(token)).text
+    runner = StudyRunner(store)  # never started: cancel acts on the store alone
+    running = TestClient(create_app(store, ServiceConfig(), runner), follow_redirects=False)
+    queued = running.get("/ui/studies/quickstart", headers=auth(token)).text
+    assert 'id="cancel"' in queued
+    # The line `searchsvc queue` shows, on the study's page.
+    [line] = [s["line"] for s in running.get("/queue", headers=auth(token)).json()["studies"]]
+    assert f'<p class="muted" id="share">On the shared cluster: {line}</p>' in queued
     cancelled = running.post("/ui/studies/quickstart/cancel", headers=auth(token))
     assert cancelled.status_code == 303
     assert store.get_study("quickstart").state == "interrupted"

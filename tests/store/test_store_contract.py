@@ -79,7 +79,7 @@ def test_a_database_made_before_migrations_is_adopted_not_recreated(tmp_path: Pa
     with engine.connect() as connection:
         assert "alembic_version" in inspect(connection).get_table_names()
         assert connection.execute(text("SELECT version_num FROM alembic_version")).scalar() == (
-            "0009")
+            "0010")
         assert "owner" in {c["name"] for c in inspect(connection).get_columns("studies")}
 
 

@@ -18,9 +18,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from searchsvc.allocation.allowance import ALLOWANCE_ENV
 from searchsvc.core import StudyRecord, StudyState
 from searchsvc.core.judging import FAILURE_KEY
-from searchsvc.service.capacity import ClusterView
+from searchsvc.service.capacity import ClusterView, cluster_capacity
+from searchsvc.service.sharing import ClusterShares, queue_view
 from searchsvc.store import Store
 
 # Drivers run at a lower CPU priority than the service, and so does the embedded Ray each one
@@ -34,9 +36,17 @@ DRIVER_NICENESS = 10
 # failed with the driver's last line as the reason, instead of being relaunched forever.
 MAX_FAILED_LAUNCHES = 3
 
+MAX_RUNNING = 4  # studies driven at once by default; the allocator shares the cluster
 
-class StudyScheduler:
-    def __init__(self, store: Store, *, address: str | None = None, max_running: int = 1,
+
+class StudyRunner:
+    """The service's job runner: starts a driver process per study, within ``max_running``,
+    and gives each its allowance of the shared cluster (:class:`ClusterShares`). Not a trial
+    scheduler: what runs inside a study is Ray Tune's and its scheduler's
+    (``searchsvc.driver.schedulers``)."""
+
+    def __init__(self, store: Store, *, address: str | None = None,
+                 max_running: int = MAX_RUNNING,
                  num_cpus: int | None = None, logs: Path | None = None, poll_s: float = 0.5,
                  driver_niceness: int = DRIVER_NICENESS, home: Path | None = None):
         if not 0 <= driver_niceness <= 19:
@@ -49,6 +59,8 @@ class StudyScheduler:
         self.home = home
         self.head: Any = None  # a searchsvc.driver.head.Head once started or attached
         self.cluster = ClusterView(address, num_cpus)  # what the studies will run on
+        # How the studies share it (with somewhere to write their drivers' allowances).
+        self.shares = ClusterShares(home / "allowances") if home is not None else None
         self.running: dict[str, subprocess.Popen] = {}
         self.failed_launches: dict[str, int] = {}  # a study's driver exits in error, in a row
         self._lock = threading.Lock()
@@ -57,7 +69,7 @@ class StudyScheduler:
 
     def start(self) -> None:
         self.cluster.start()
-        self._thread = threading.Thread(target=self._loop, name="study-scheduler", daemon=True)
+        self._thread = threading.Thread(target=self._loop, name="study-runner", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
@@ -100,13 +112,36 @@ class StudyScheduler:
                     del self.running[name]
                     self._judge_exit(name, code)
             # Only queued and running studies: this runs every poll_s in the API's process.
-            for study in self.store.list_studies(states=(StudyState.CREATED, StudyState.RUNNING)):
-                if len(self.running) >= self.max_running:
-                    return
-                if study.owner is not None and study.name not in self.running and (
-                        study.state == StudyState.CREATED
-                        or (study.state == StudyState.RUNNING and not _driver_alive(study))):
-                    self.running[study.name] = self._launch(study.name)
+            studies = self.store.list_studies(states=(StudyState.CREATED, StudyState.RUNNING))
+            starting = self._to_launch(studies)
+            if self.shares is not None:  # the allowances are there before a driver asks
+                self.shares.update([s for s in studies if s.name in self.running
+                                    or s.name in starting],
+                                   cluster_capacity(self.cluster.nodes()),
+                                   self.store.get_quotas())
+            for name in starting:
+                self.running[name] = self._launch(name)
+
+    def queue(self, user: str) -> dict[str, Any]:
+        """The queue as ``user`` may see it (:func:`~searchsvc.service.sharing.queue_view`)."""
+        with self._lock:
+            studies = self.store.list_studies(states=(StudyState.CREATED, StudyState.RUNNING))
+            return queue_view(user, studies, driven=set(self.running), shares=self.shares,
+                              max_running=self.max_running,
+                              capacity=cluster_capacity(self.cluster.nodes()))
+
+    def _to_launch(self, studies: list[StudyRecord]) -> list[str]:
+        """The studies of ``studies`` to start a driver for now, oldest first, within
+        ``max_running``: queued ones, and running ones whose driver died."""
+        starting: list[str] = []
+        for study in studies:
+            if len(self.running) + len(starting) >= self.max_running:
+                break
+            if study.owner is not None and study.name not in self.running and (
+                    study.state == StudyState.CREATED
+                    or (study.state == StudyState.RUNNING and not _driver_alive(study))):
+                starting.append(study.name)
+        return starting
 
     def _own_head(self) -> None:
         """Before a driver launches without ``--address``: this service's own head, attached
@@ -140,7 +175,7 @@ class StudyScheduler:
                                 provenance={**study.provenance, FAILURE_KEY: failure})
 
     def driver_command(self, name: str) -> list[str]:
-        """The command that drives study ``name``: ``searchsvc resume`` on this scheduler's
+        """The command that drives study ``name``: ``searchsvc resume`` on this runner's
         store and cluster, under ``nice`` at the driver niceness (none at 0)."""
         command = [sys.executable, "-m", "searchsvc.cli", "resume", name,
                    "--storage", self.store.url]
@@ -162,6 +197,8 @@ class StudyScheduler:
             self.logs.mkdir(parents=True, exist_ok=True)
             log = (self.logs / f"{name}.log").open("a")  # type: ignore[assignment]
         env = {**os.environ, **(self.head.driver_env() if self.head is not None else {})}
+        if self.shares is not None:
+            env[ALLOWANCE_ENV] = str(self.shares.file_for(name))
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env,
                                    start_new_session=True)
         if self.driver_niceness > 0:

@@ -1,0 +1,136 @@
+"""Fair share: users of one service on one Ray, with the service's allocator.
+
+A real ``searchsvc serve --num-cpus 2`` (its own Ray head on loopback, drivers at the caller's
+priority) and real tokens, one per user. Every study is the same user's objective:
+``objectives.synthetic:noisy`` with 4 steps of ``--step-s`` seconds (1 s by default), one CPU a
+trial, two at a time.
+
+(a) Head of line. The service is warmed with one small study (its Ray started). Then bob's
+    2-trial study runs alone: the time from submission to completion is his *alone* time. Then
+    alice submits a 24-trial study and bob, 3 s later, another 2-trial one: the ratio of his
+    time to his alone time is the figure (target: at most 2).
+(b) Three users submit equal studies (``--big`` trials each) a second apart. From the store's
+    trial start and end times, each user's dominant-resource-seconds (here CPU-seconds over 2
+    CPUs) in every 60 s window from the moment all three have a trial running until the first
+    study ends; Jain's index over the three users per window (target: at least 0.95 in each).
+
+Repeated ``--repeats`` times, each on a fresh service; prints a table per scenario and with
+``--json FILE`` writes every figure.
+
+    .venv/bin/python benchmarks/fair_share.py [--repeats 2] [--step-s 1.0] [--big 12]
+        [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from searchsvc.allocation import jain_index  # noqa: E402
+from searchsvc.testing.served import TIMED_STUDY, Service, running_service  # noqa: E402
+
+WINDOW_S = 60.0
+CPUS = 2.0
+
+
+def submit(service: Service, name: str, trials: int, step_s: float, token: str) -> float:
+    service.call("POST", "/studies?preflight=false",
+                 TIMED_STUDY.format(name=name, trials=trials, step_s=step_s), token=token)
+    return time.time()
+
+
+def wait_done(service: Service, name: str, token: str, timeout: float = 900) -> float:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        study = service.call("GET", f"/studies/{name}", token=token)
+        if study["state"] in ("completed", "failed", "interrupted"):
+            assert study["state"] == "completed", study
+            return time.time()
+        time.sleep(0.2)
+    raise TimeoutError(f"{name} did not end in {timeout:g} s")
+
+
+def head_of_line(step_s: float) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as tmp, running_service(Path(tmp), user="alice") as s:
+        bob = s.store.create_token("bob")
+        submit(s, "warm", 2, 0.0, bob)  # the service's Ray starts with its first study
+        wait_done(s, "warm", bob)
+        started = submit(s, "bob-alone", 2, step_s, bob)
+        alone = wait_done(s, "bob-alone", bob) - started
+        submit(s, "alice-big", 24, step_s, s.token)
+        time.sleep(3.0)
+        started = submit(s, "bob-small", 2, step_s, bob)
+        shared = wait_done(s, "bob-small", bob) - started
+        big_left = 24 - s.call("GET", "/studies/alice-big")["trial_counts"].get("completed", 0)
+        wait_done(s, "alice-big", s.token)
+    return {"alone_s": alone, "with_big_s": shared, "ratio": shared / alone,
+            "big_trials_left_when_small_ended": big_left}
+
+
+def three_users(step_s: float, big: int) -> dict[str, Any]:
+    users = ("alice", "bob", "carol")
+    with tempfile.TemporaryDirectory() as tmp, running_service(Path(tmp), user="alice") as s:
+        tokens = {"alice": s.token, **{u: s.store.create_token(u) for u in users[1:]}}
+        submit(s, "warm", 2, 0.0, s.token)
+        wait_done(s, "warm", s.token)
+        for user in users:
+            submit(s, f"{user}-big", big, step_s, tokens[user])
+            time.sleep(1.0)
+        for user in users:
+            wait_done(s, f"{user}-big", tokens[user])
+        spans = {u: [(t.started_at or 0.0, t.finished_at or 0.0)
+                     for t in s.store.get_trials(f"{u}-big")] for u in users}
+    return fairness(spans)
+
+
+def fairness(spans: dict[str, list[tuple[float, float]]]) -> dict[str, Any]:
+    """Jain's index over the users' CPU-seconds per window, from when all have started a trial
+    until the first user's last trial ends."""
+    start = max(min(a for a, _ in s) for s in spans.values())
+    end = min(max(b for _, b in s) for s in spans.values())
+    windows: list[dict[str, Any]] = []
+    at = start
+    while at + WINDOW_S <= end + 1e-9 or not windows:
+        stop = min(at + WINDOW_S, end)
+        used = [sum(max(0.0, min(b, stop) - max(a, at)) for a, b in s) / CPUS
+                for s in spans.values()]
+        windows.append({"from_s": at - start, "to_s": stop - start, "jain": jain_index(used),
+                        "dominant_s": used})
+        at += WINDOW_S
+    return {"windows": windows, "min_jain": min(float(w["jain"]) for w in windows),
+            "overall_jain": jain_index([sum(b - a for a, b in s) for s in spans.values()])}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--step-s", type=float, default=1.0)
+    parser.add_argument("--big", type=int, default=12)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    found: dict[str, list[Any]] = {"head_of_line": [], "three_users": []}
+    for repeat in range(args.repeats):
+        a = head_of_line(args.step_s)
+        found["head_of_line"].append(a)
+        print(f"(a) run {repeat + 1}: bob alone {a['alone_s']:.1f} s, beside alice's 24 "
+              f"trials {a['with_big_s']:.1f} s: {a['ratio']:.2f}x (alice had "
+              f"{a['big_trials_left_when_small_ended']} trials left)", flush=True)
+        b = three_users(args.step_s, args.big)
+        found["three_users"].append(b)
+        print(f"(b) run {repeat + 1}: Jain's index per {WINDOW_S:g} s window: "
+              + ", ".join(f"{w['jain']:.3f}" for w in b["windows"])
+              + f" (min {b['min_jain']:.3f}; whole run {b['overall_jain']:.3f})", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(found, indent=2))
+
+
+if __name__ == "__main__":
+    main()

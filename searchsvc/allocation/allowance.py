@@ -1,0 +1,58 @@
+"""A study's allowance as its driver receives it: the number of trials it may run at once,
+written by the service's allocator to a file the driver names in :data:`ALLOWANCE_ENV`.
+
+The file is replaced whole (write beside, then rename), so a reader sees the old number or the
+new one. A driver without the variable, or before the file exists, runs as many trials as its
+study file allows."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+ALLOWANCE_ENV = "SEARCHSVC_ALLOWANCE_FILE"
+
+
+def write_allowance(path: Path, trials: int, *, why: str = "") -> None:
+    """Set the allowance in ``path`` to ``trials`` (``why``: what the driver shows)."""
+    if trials < 0:
+        raise ValueError(f"an allowance is at least 0 trials (got {trials})")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    partial.write_text(json.dumps({"trials": trials, "why": why}))
+    os.replace(partial, path)
+
+
+class AllowanceReader:
+    """The allowance in one file, read again only when the file changed (a driver asks before
+    every trial it starts).
+
+    Calling it gives ``(trials, why)``, or None while there is no file (no limit). A file that
+    cannot be read keeps the last allowance read."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._stamp: tuple[int, int] | None = None
+        self._last: tuple[int, str] | None = None
+
+    def __call__(self) -> tuple[int, str] | None:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            return self._last
+        stamp = (stat.st_mtime_ns, stat.st_ino)
+        if stamp != self._stamp:
+            try:
+                data = json.loads(self.path.read_text())
+                self._last = (int(data["trials"]), str(data.get("why", "")))
+                self._stamp = stamp
+            except (OSError, ValueError, KeyError, TypeError):
+                pass  # replaced while read, or not ours: ask again next time
+        return self._last
+
+
+def reader_from_environment() -> AllowanceReader | None:
+    """The reader of the file :data:`ALLOWANCE_ENV` names; None when it names none."""
+    named = os.environ.get(ALLOWANCE_ENV)
+    return AllowanceReader(Path(named)) if named else None
