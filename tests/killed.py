@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,11 @@ def searchsvc(*args: str, home: Path, cwd: Path, **kwargs: Any) -> subprocess.Po
 
 
 def kill_and_resume(folder: Path, study: str, *, start_timeout_s: float = 180,
-                    resume_timeout_s: float = 300) -> tuple[SqlStore, str]:
+                    resume_timeout_s: float = 300,
+                    until: Callable[[SqlStore], bool] | None = None) -> tuple[SqlStore, str]:
     """Run ``folder/study.yaml`` (study name ``study``; home ``folder/home``), kill it once two
-    trials have completed and another has reported, and resume it to the end. Returns the store
-    and the resume's output; fails when either run does."""
+    trials have completed and another has reported (or once ``until(store)``), and resume it
+    to the end. Returns the store and the resume's output; fails when either run does."""
     home = folder / "home"
     store = SqlStore(f"sqlite:///{home / 'searchsvc.db'}")
     proc = searchsvc("run", "study.yaml", "--num-cpus", "2", "--no-preflight", home=home,
@@ -41,11 +43,14 @@ def kill_and_resume(folder: Path, study: str, *, start_timeout_s: float = 180,
         assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
         assert time.monotonic() < deadline, "the study did not progress in time"
         try:
+            if until is not None and until(store):
+                break
             trials = store.get_trials(study)
         except Exception:
             trials = []
         done = sum(t.state == TrialState.COMPLETED for t in trials)
-        if done >= 2 and any(t.state == TrialState.RUNNING and t.last_step for t in trials):
+        if until is None and done >= 2 and any(
+                t.state == TrialState.RUNNING and t.last_step for t in trials):
             break
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL)

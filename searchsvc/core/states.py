@@ -45,6 +45,10 @@ class EventKind(StrEnum):
     # A result the trial's worker sent for another trial (the one before it on a reused
     # worker), kept out of its record: data: from (that trial's number)
     FOREIGN_RESULT = "foreign_result"
+    # The trial saved a checkpoint with the step it reported: data: path (the checkpoint's
+    # folder where the run keeps it), attempt. A resumed study restores an interrupted trial
+    # from its attempt's last one.
+    CHECKPOINT = "checkpoint"
 
 
 # The trial number of an event about the whole study rather than one trial.

@@ -33,7 +33,7 @@ from searchsvc.searchers import Searcher
 from searchsvc.spec import Resources
 from searchsvc.store import Store
 from searchsvc.tracking import Tracker, Trackers
-from searchsvc.worker.context import META_KEY
+from searchsvc.worker.context import META_KEY, RESTORE_KEY
 
 
 class StoreCallback(PicklesDetached, tune.Callback):
@@ -85,10 +85,38 @@ class StoreCallback(PicklesDetached, tune.Callback):
             arm=meta.get("arm") or {}, seed=int(meta.get("seed", 0)),
             repeat_of=meta.get("repeat_of"),
         )
-        self.running[trial.trial_id] = RunningTrial(record.id, record.number, record.attempts,
-                                                    trial, record=record)
+        state = RunningTrial(record.id, record.number, record.attempts, trial, record=record)
+        self.running[trial.trial_id] = state
         self.progress.trial_started(record.number)
         self.trackers.trial_started(record)
+        restored = meta.get(RESTORE_KEY)
+        if restored:
+            self._carry_steps(state, int(restored["step"]))
+
+    def _carry_steps(self, state: RunningTrial, through: int) -> None:
+        """A trial restored from its interrupted attempt's checkpoint at step ``through``: that
+        attempt's steps up to it become this attempt's (as if reported again), and the trial
+        reports from the step after it."""
+        [stored] = [t for t in self.store.get_trials(self.study.name,
+                                                     measurements=[state.number])
+                    if t.number == state.number]
+        for m in sorted(stored.measurements, key=lambda m: m.step):
+            if m.attempt == state.attempt - 1 and m.step <= through:
+                state.take(m.step, m.metrics, dict(m.telemetry), self.metric, self.objectives,
+                           dict(m.dimensionality))
+        self.writer.received()
+
+    def on_checkpoint(self, iteration: int, trials: list, trial: Any, checkpoint: Any,
+                      **info: Any) -> None:
+        """Record where the trial's checkpoint of its last reported step is kept, after that
+        step is in the store: a resumed study restores the trial from it."""
+        state = self.running.get(trial.trial_id)
+        if state is None or not state.last_step:
+            return
+        self.write_results()
+        self.store.record_event(self.study.id, state.number, EventKind.CHECKPOINT,
+                                step=state.last_step,
+                                data={"path": str(checkpoint.path), "attempt": state.attempt})
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict,
                         **info: Any) -> None:

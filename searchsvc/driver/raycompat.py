@@ -42,6 +42,11 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("TuneController", "_failed_trials"),
     ("TuneController", "_class_cache"),
     ("TuneController", "_cleanup_cached_actors"),
+    ("TuneController", "_maybe_update_trial_queue"),
+    ("TuneController", "_update_trial_queue"),
+    ("TuneController", "_search_alg"),
+    ("Trial", "_restore_checkpoint_result"),
+    ("ray.train._internal.session", "_TrainingResult"),
     ("ray.tune.execution.class_cache", "_ActorClassCache"),
     ("_ActorClassCache", "_cache"),
     ("ActorHandle", "_actor_id"),
@@ -223,20 +228,71 @@ def release_cached_workers_while(holds_back: Callable[[], bool] | None) -> None:
     shared cluster starts no next trial until one of its own ends, so that worker would hold
     resources the study may not use while another study's trial waits for them. At the end of
     each of Tune's steps, while the study holds back, every cached worker is ended (the next
-    trial it starts starts a worker of its own). Idempotent; one study per process at a
-    time."""
+    trial it starts starts a worker of its own).
+
+    With no trial running or waiting, Tune asks its search for the next trial once a second
+    for up to 10 minutes without taking a step, so the worker it keeps would never be ended:
+    while the study holds back, Tune asks once a step instead. Idempotent; one study per
+    process at a time."""
     from ray.tune.execution.tune_controller import TuneController
 
     _holding_back[:] = [holds_back] if holds_back is not None else []
-    original = TuneController._cleanup_cached_actors
-    if getattr(original, "searchsvc", False):
+    cleanup = TuneController._cleanup_cached_actors
+    if getattr(cleanup, "searchsvc", False):
         return
+    ask = TuneController._maybe_update_trial_queue
 
     def _cleanup_cached_actors(self: Any, force_all: bool = False) -> None:
-        original(self, force_all=force_all or any(held() for held in _holding_back))
+        cleanup(self, force_all=force_all or _held_back())
+
+    def _maybe_update_trial_queue(self: Any) -> None:
+        if not _held_back():
+            ask(self)
+        elif not self._search_alg.is_finished():
+            self._update_trial_queue(blocking=False)
 
     _cleanup_cached_actors.searchsvc = True  # type: ignore[attr-defined]
     TuneController._cleanup_cached_actors = _cleanup_cached_actors  # type: ignore[method-assign]
+    TuneController._maybe_update_trial_queue = (  # type: ignore[method-assign]
+        _maybe_update_trial_queue)
+
+
+def trials_restore_from_their_checkpoint(restore_of: Callable[[Any], tuple[str, int] | None]
+                                         ) -> None:
+    """Make Ray Tune start each new trial for which ``restore_of(trial)`` gives a checkpoint
+    folder and a step from that checkpoint, as the step after it.
+
+    A resumed study's interrupted trial is a new Tune trial of a new run. Tune can seed a
+    trial's first start with a checkpoint (``tune.run(restore=...)``) but counts its steps
+    from 1 again; here the checkpoint is given with its step, so the trial's worker restores
+    it (``tune.get_checkpoint()``) and its first report is that step's next. Idempotent."""
+    from ray.train._internal.session import _TrainingResult
+    from ray.tune import Checkpoint
+    from ray.tune.execution.tune_controller import TuneController
+
+    _restore_of[:] = [restore_of]
+    original = TuneController.add_trial
+    if getattr(original, "searchsvc", False):
+        return
+
+    def add_trial(self: Any, trial: Any) -> None:
+        found = _restore_of[0](trial) if _restore_of else None
+        if found is not None:
+            path, step = found
+            trial._restore_checkpoint_result = _TrainingResult(
+                checkpoint=Checkpoint.from_directory(path),
+                metrics={"training_iteration": step})
+        original(self, trial)
+
+    add_trial.searchsvc = True  # type: ignore[attr-defined]
+    TuneController.add_trial = add_trial  # type: ignore[method-assign]
+
+
+_restore_of: list[Callable[[Any], tuple[str, int] | None]] = []
+
+
+def _held_back() -> bool:
+    return any(held() for held in _holding_back)
 
 
 def trainables_inherit_node_environment(

@@ -27,6 +27,7 @@ from searchsvc.core.judging import (
 from searchsvc.driver.interrupts import STOPPED_BY_CTRL_C, CtrlC
 from searchsvc.driver.outages import watch_outages
 from searchsvc.driver.progress import Progress
+from searchsvc.driver.restore import restore_points
 from searchsvc.driver.session import embedded_node_settings, ray_session
 from searchsvc.driver.study import claim, create_study, driver_info, results_dir_of
 from searchsvc.driver.tune_run import fit
@@ -101,6 +102,8 @@ class _Run:
     ctrl_c: CtrlC = field(default_factory=CtrlC)
     callback: Any = None
     searched_all: bool = False  # a backend running its own search decides its trial count
+    # interrupted trials that restart from their checkpoint: number -> (folder, step)
+    restore_points: dict[int, tuple[str, int]] = field(default_factory=dict)
     _repeats: list[Proposal] | None = None
 
     @property
@@ -168,7 +171,7 @@ def _plan(name: str, store: Store, options: RunOptions, spec: StudySpec | None,
     return _Run(store, options, spec, searcher, study, trials,
                 {t.number for t in trials if t.finished}, backend, noise, history, progress,
                 _start_tracking(spec, study, trials, progress, trackers), trackers is None,
-                objective_paths_of(study))
+                objective_paths_of(study), restore_points=restore_points(store, name, trials))
 
 
 def _execute(run: _Run) -> None:
@@ -216,14 +219,16 @@ def _search_then_repeat(run: _Run, pending: list[int]) -> None:
         then = _repeats_after_search(run)
         run.callback = fit(run.spec, run.study, run.store, run.searcher, pending, run.history,
                             run.progress, run.options, run.spec.budget.time_limit_s,
-                            run.trackers, search_paths=run.search_paths, then=then)
+                            run.trackers, search_paths=run.search_paths, then=then,
+                            restore_points=run.restore_points)
         if then is not None:
             return  # the repeats, if any were due, ran as the search's next stage
     todo = run.repeats_due(run.callback)
     if todo:
         run.callback = fit(spec, run.study, run.store, RepeatSearcher(spec, run.repeats()),
                             todo, [], run.progress, run.options, run.time_left(),
-                            run.trackers, search_paths=run.search_paths)
+                            run.trackers, search_paths=run.search_paths,
+                            restore_points=run.restore_points)
 
 
 def _repeats_after_search(run: _Run) -> Callable[[Any], Stage | None] | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ from searchsvc.searchers.repeats import RepeatSearcher
 from searchsvc.spec import StudySpec
 from searchsvc.store import Store
 from searchsvc.tracking import Tracker
-from searchsvc.worker.context import META_KEY
+from searchsvc.worker.context import META_KEY, RESTORE_KEY
 from searchsvc.worker.shadowing import named_shadowing
 from searchsvc.worker.workdir import NO_TRIAL_DIR_CHANGE
 
@@ -51,11 +51,13 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
          pending: list[int], history: list[Observation], progress: Progress,
          options: RunOptions, time_limit_s: float | None, trackers: Tracker | None = None, *,
          search_paths: Sequence[str], oom_retries: list[int] | None = None,
-         then: Callable[[Any], Stage | None] | None = None) -> Any:
+         then: Callable[[Any], Stage | None] | None = None,
+         restore_points: Mapping[int, tuple[str, int]] | None = None) -> Any:
     """One Ray Tune run of ``searcher``'s ``pending`` trials (and of the stage ``then`` gives,
     asked with the run's store callback, after them: see
     :class:`~searchsvc.driver.tune_search.StudySearch`); returns its store callback once the
-    run has ended."""
+    run has ended. ``restore_points``: the interrupted trials that start from a checkpoint
+    (driver/restore.py)."""
     with named_shadowing(search_paths):
         from ray import tune
 
@@ -84,7 +86,8 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     concurrency = _concurrent_trials(spec)
     search = StudySearch(searcher, pending, spec.metric, spec.mode,
                          then=_next_stage(then, callback, progress),
-                         allowance=allowance_gate(progress), concurrency=concurrency)
+                         allowance=allowance_gate(progress), concurrency=concurrency,
+                         restore_points=restore_points)
     if isinstance(scheduler, StudyStopping):  # earlier runs' results fill each arm's state
         for observation in history:
             scheduler.restore_trial(observation.number, dict(observation.config),
@@ -110,6 +113,7 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     raycompat.start_unresettable_trials_afresh()
     raycompat.trainables_inherit_node_environment(embedded_environment)
     raycompat.release_cached_workers_while(search.holds_back if search.allowance else None)
+    raycompat.trials_restore_from_their_checkpoint(_restore_point)
     tuner.fit()
     if spec.resources.data_parallel:
         _wait_for_training_runs(spec.name, progress)
@@ -222,6 +226,12 @@ def _concurrent_trials(spec: StudySpec) -> int | None:
     from searchsvc.driver.capacity import concurrent_trials
 
     return concurrent_trials(spec, ray.nodes())
+
+
+def _restore_point(trial: Any) -> tuple[str, int] | None:
+    """The checkpoint folder and step a trial starts from (StudySearch's ``restore``)."""
+    found = (trial.config.get(META_KEY) or {}).get(RESTORE_KEY)
+    return (str(found["path"]), int(found["step"])) if found else None
 
 
 def _trial_dirname(trial: Any) -> str:

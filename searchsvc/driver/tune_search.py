@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ray.tune.search import Searcher as TuneSearcher
 
 from searchsvc.driver.detach import PicklesDetached
 from searchsvc.searchers import Searcher
-from searchsvc.worker.context import META_KEY
+from searchsvc.worker.context import META_KEY, RESTORE_KEY
 
 Stage = tuple[Searcher, list[int]]  # a searcher and the trial numbers it proposes
 
@@ -34,6 +34,9 @@ class StudySearch(PicklesDetached, TuneSearcher):
     from starting a trial: its idle workers are then released (see
     :func:`~searchsvc.driver.raycompat.release_cached_workers_while`).
 
+    ``restore_points``: trial number -> (checkpoint folder, step) of the interrupted trials a
+    resumed study restores (:data:`~searchsvc.worker.context.RESTORE_KEY`).
+
     Searcher memory lives in the store and is rebuilt from it on resume, so Tune's own
     save/restore of search state is not used.
     """
@@ -41,7 +44,8 @@ class StudySearch(PicklesDetached, TuneSearcher):
     def __init__(self, searcher: Searcher, pending: list[int], metric: str, mode: str,
                  then: Callable[[], Stage | None] | None = None,
                  allowance: Callable[[], int | None] | None = None,
-                 concurrency: int | None = None):
+                 concurrency: int | None = None,
+                 restore_points: Mapping[int, tuple[str, int]] | None = None):
         super().__init__(metric=metric, mode=mode)
         # Not named `searcher`: Ray Tune treats that attribute as a wrapped Tune searcher.
         self.study_searcher = searcher
@@ -49,6 +53,7 @@ class StudySearch(PicklesDetached, TuneSearcher):
         self.live: set[str] = set()  # Tune trial ids started and not yet ended
         self.then = then
         self.allowance, self.concurrency = allowance, concurrency
+        self.restore_points = dict(restore_points or {})
 
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict,
                               **spec: Any) -> bool:
@@ -70,6 +75,9 @@ class StudySearch(PicklesDetached, TuneSearcher):
         config = dict(proposal.config)
         config[META_KEY] = {"number": number, "seed": proposal.seed,
                             "arm": dict(proposal.arm.values), "repeat_of": proposal.repeat_of}
+        if number in self.restore_points:
+            path, step = self.restore_points.pop(number)
+            config[META_KEY][RESTORE_KEY] = {"path": path, "step": step}
         return config
 
     def _at_allowance(self) -> bool:

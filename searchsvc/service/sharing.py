@@ -40,12 +40,15 @@ class Holding:
     claim: Claim
     running: int
 
+    ended: int = 0  # its trials that ended for good
+
     @property
     def key(self) -> tuple[Any, ...]:
-        """What, when it changes, calls for a new decision."""
+        """What, when it changes, calls for a new decision: a trial that ended counts even
+        when the study started its next one before the service looked."""
         claim = self.claim
         return (claim.study, claim.user, tuple(sorted(claim.per_trial.items())), claim.wants,
-                claim.priority, self.running)
+                claim.priority, self.running, self.ended)
 
     @property
     def held(self) -> dict[str, float]:
@@ -65,7 +68,8 @@ def holding_of(study: StudyRecord) -> Holding:
         # at least one: a study planning its seed repeats has none unfinished for a moment
         wants = min(wants, max(1, study.total_trials - counts.ended))
     return Holding(Claim(study.name, study.owner or "", per_trial, wants,
-                         priority=priority_of(study), order=study.created_at), counts.running)
+                         priority=priority_of(study), order=study.created_at), counts.running,
+                   counts.ended)
 
 
 class ClusterShares:

@@ -12,6 +12,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+# In the META_KEY entry: {"path", "step"} of the checkpoint a resumed study's interrupted trial
+# starts from (its steps up to ``step`` are kept).
+RESTORE_KEY = "restore"
 META_KEY = "__searchsvc__"  # reserved config key the runner uses to tell the wrapper its trial
 # Reserved result key: the step's telemetry (worker/telemetry.py), never one of the metrics.
 TELEMETRY_KEY = "searchsvc_telemetry"

@@ -14,6 +14,7 @@ from packaging.specifiers import SpecifierSet
 from ray.actor import ActorHandle
 from ray.tune.execution.class_cache import _ActorClassCache
 from ray.tune.execution.tune_controller import TrialRunnerWrapper, TuneController
+from ray.tune.experiment import Trial
 from ray.tune.schedulers import AsyncHyperBandScheduler, PopulationBasedTraining
 from ray.tune.schedulers.async_hyperband import _Bracket
 
@@ -22,7 +23,7 @@ from searchsvc.driver import raycompat
 OWNERS = {"_Bracket": _Bracket, "AsyncHyperBandScheduler": AsyncHyperBandScheduler,
           "PopulationBasedTraining": PopulationBasedTraining, "ActorHandle": ActorHandle,
           "TuneController": TuneController, "TrialRunnerWrapper": TrialRunnerWrapper,
-          "_ActorClassCache": _ActorClassCache}
+          "_ActorClassCache": _ActorClassCache, "Trial": Trial}
 
 
 def test_the_installed_ray_is_in_the_checked_range_and_pyproject_pins_it() -> None:

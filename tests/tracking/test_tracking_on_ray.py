@@ -19,7 +19,7 @@ from mlflow.entities import ViewType
 from mlflow.tracking import MlflowClient
 
 from searchsvc import usecases
-from searchsvc.core import TrialRecord
+from searchsvc.core import EventKind, TrialRecord, TrialState
 from searchsvc.driver import RunOptions
 from searchsvc.store import SqlStore
 from searchsvc.tracking.wandb_records import RunFile, run_files
@@ -31,14 +31,30 @@ pytestmark = pytest.mark.slow
 
 TRIALS, STEPS = 6, 5
 
+# Each step saves a checkpoint, and a trial restored from one goes on after its step; every
+# step run is written to trace/<trial number>.log.
 OBJECTIVE = """
-import time
+import json, tempfile, time
+from pathlib import Path
 from ray import tune
+from searchsvc import sdk
 
 def train(config):
-    for step in range(1, 6):
+    start = 1
+    checkpoint = tune.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as folder:
+            start = json.loads((Path(folder) / "state.json").read_text())["step"] + 1
+    trace = Path("trace") / f"{sdk.trial_context().number}.log"
+    trace.parent.mkdir(exist_ok=True)
+    for step in range(start, 6):
         time.sleep(0.3)
-        tune.report({"loss": config["x"] / step + config["y"], "note": "text", "step_x": step})
+        with trace.open("a") as f:
+            f.write(f"{step}\\n")
+        with tempfile.TemporaryDirectory() as folder:
+            (Path(folder) / "state.json").write_text(json.dumps({"step": step}))
+            tune.report({"loss": config["x"] / step + config["y"], "note": "text",
+                         "step_x": step}, checkpoint=tune.Checkpoint.from_directory(folder))
 """
 
 SPEC = f"""
@@ -63,6 +79,18 @@ tracking:
 class Resumed:
     results: Path
     trials: dict[int, TrialRecord]  # the store's, with their measurements
+    folder: Path  # the study's own, where its trials ran
+    store: SqlStore
+
+
+def checkpointed_while_running(store: SqlStore) -> bool:
+    """Two trials completed, and a running one saved a checkpoint in this attempt."""
+    trials = {t.number: t for t in store.get_trials("tracked-on-ray")}
+    saved = {(e.number, e.data.get("attempt"))
+             for e in store.get_events("tracked-on-ray", kind=EventKind.CHECKPOINT)}
+    return sum(t.state == TrialState.COMPLETED for t in trials.values()) >= 2 and any(
+        t.state == TrialState.RUNNING and (t.number, t.attempts) in saved
+        for t in trials.values())
 
 
 @pytest.fixture(scope="module")
@@ -72,7 +100,7 @@ def resumed(tmp_path_factory: pytest.TempPathFactory) -> Resumed:
     folder = tmp_path_factory.mktemp("tracked")
     (folder / "tracked_objective.py").write_text(textwrap.dedent(OBJECTIVE))
     (folder / "study.yaml").write_text(textwrap.dedent(SPEC))
-    store, output = kill_and_resume(folder, "tracked-on-ray")
+    store, output = kill_and_resume(folder, "tracked-on-ray", until=checkpointed_while_running)
     # No tracker warned (a trial that waited a minute for a CPU on a busy machine is told of,
     # and is not the trackers' doing).
     warned = [line for line in output.lower().splitlines() if "warning" in line
@@ -83,7 +111,7 @@ def resumed(tmp_path_factory: pytest.TempPathFactory) -> Resumed:
     trials = {t.number: t for t in store.get_trials("tracked-on-ray", measurements=True)}
     assert sorted(trials) == list(range(TRIALS))
     assert any(t.attempts == 2 for t in trials.values())  # the one the kill interrupted
-    return Resumed(Path(study.results_dir or ""), trials)
+    return Resumed(Path(study.results_dir or ""), trials, folder, store)
 
 
 def losses(trial: TrialRecord) -> list[tuple[int, float]]:
@@ -125,6 +153,29 @@ def test_each_trial_is_one_mlflow_run_with_its_whole_history(
     assert len(deleted) == sum(t.attempts - 1 for t in resumed.trials.values()) > 0
     attached = {a.path for a in client.list_artifacts(parent.info.run_id, "report")}
     assert {"report/report.html", "report/report.json", "report/trials.csv"} <= attached
+
+
+def test_the_interrupted_trials_went_on_from_their_checkpoints_with_every_step_once(
+        resumed: Resumed) -> None:
+    saved: dict[int, int] = {}
+    for event in resumed.store.get_events("tracked-on-ray", kind=EventKind.CHECKPOINT):
+        if event.data["attempt"] == 1:
+            saved[event.number] = max(saved.get(event.number, 0), event.step or 0)
+    interrupted = [t for t in resumed.trials.values() if t.attempts == 2]
+    assert any(t.number in saved for t in interrupted)  # the kill came after a checkpoint
+    for trial in interrupted:
+        ran = [int(line) for line in
+               (resumed.folder / "trace" / f"{trial.number}.log").read_text().split()]
+        # The first attempt ran to its last checkpoint's step and perhaps past it (steps the
+        # kill lost); the second from the step after that checkpoint, not from the start.
+        restored = saved.get(trial.number, 0)
+        lost = len(ran) - STEPS
+        assert lost >= 0 and ran == [*range(1, restored + lost + 1),
+                                     *range(restored + 1, STEPS + 1)], (restored, ran)
+        # Its record: every step once, those up to the checkpoint kept from the first attempt.
+        kept = [(m.step, m.value) for m in trial.measurements if m.attempt == 2]
+        assert kept == [(step, pytest.approx(trial.config["x"] / step + trial.config["y"]))
+                        for step in range(1, STEPS + 1)]
 
 
 def test_each_trial_is_one_tensorboard_run_with_its_hparams_and_scalars(
