@@ -4,7 +4,7 @@ Set-up: a fresh store (SQLite in a temporary folder, or ``--storage URL``) holdi
 1,000-trial study (10 steps each, written through the Store API as the runner writes them) that
 belongs to one user, and a token for that user; then a real ``searchsvc serve --num-cpus 2`` on
 a free port of 127.0.0.1, and a study submitted through the API that runs for the whole
-measurement (quasi-random search over 20,000 quick trials of objectives.synthetic:playbook, two
+measurement (quasi-random search over 9,000 quick trials of objectives.synthetic:playbook, two
 at a time: its driver and Ray keep both cores busy and write every result into the same store).
 
 Load model (bounded, closed loop with think time): ``--clients`` clients, each one an HTTP
@@ -289,7 +289,7 @@ def main() -> None:
             if args.no_running_study:  # diagnosis only: the same calls, nothing running
                 populate(store, live, user, 20, args.steps)
             else:
-                server.call("POST", "/studies", LIVE_SPEC.format(name=live, trials=20_000))
+                server.call("POST", "/studies", LIVE_SPEC.format(name=live, trials=9_000))
             deadline = time.time() + 180
             while not args.no_running_study:  # measure once the study's trials are being written
                 study = server.call("GET", f"/studies/{live}")

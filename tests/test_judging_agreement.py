@@ -26,6 +26,7 @@ from searchsvc.api import Study
 from searchsvc.cli import app as cli_app
 from searchsvc.cli import run_summary
 from searchsvc.client import RemoteStudies, ServiceClient
+from searchsvc.client import _error as client_error
 from searchsvc.core import StudyState, TrialState
 from searchsvc.driver.progress import Progress
 from searchsvc.reporting import write_report
@@ -100,7 +101,8 @@ class InProcessClient(ServiceClient):
                  content_type: str | None = None) -> bytes:
         response = self.web.request(method, path, content=body,
                                     headers={"Authorization": f"Bearer {self.token}"})
-        response.raise_for_status()
+        if response.is_error:  # as the real client raises them
+            raise client_error(response.status_code, response.content)
         return response.content
 
 

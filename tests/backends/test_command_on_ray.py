@@ -1,12 +1,14 @@
 """A plain argparse training script, not written for searchsvc, as a study's objective (the
 ``command`` backend) on a real Ray: from the command line in its own folder with its data
 beside it, and from Python. ASHA stops some of its trials and every stopped script is gone; a
-script that raises shows its last lines of stderr in ``show`` and in the report."""
+script that raises shows its last lines of stderr in ``show`` and in the report; a killed
+study's interrupted scripts go on from their checkpoints when it is resumed."""
 
 from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -232,3 +234,66 @@ def test_a_w_and_b_sweep_from_its_docs_imports_and_runs_offline(
             [abs(c["learning_rate"] - 0.01) + 1.0 / e + (0.05 if c["optimizer"] == "sgd" else 0)
              for e in range(1, c["epochs"] + 1)])
     assert list(tmp_path.glob("wandb")) == []  # W&B wrote offline runs in the trial folders
+
+
+RESUMABLE = '''
+"""Trains nothing real: goes on from ckpt.json in --ckpt-dir when there is one, prints
+`epoch=N val_loss=X` and saves ckpt.json each epoch; every epoch it runs goes to trace/."""
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--lr", type=float, required=True)
+parser.add_argument("--ckpt-dir", required=True)
+args = parser.parse_args()
+
+saved = Path(args.ckpt_dir, "ckpt.json")
+start = json.loads(saved.read_text())["epoch"] + 1 if saved.exists() else 1
+trace = Path("trace") / f"{os.environ['SEARCHSVC_TRIAL']}.log"
+trace.parent.mkdir(exist_ok=True)
+for epoch in range(start, 7):
+    time.sleep(0.3)
+    with trace.open("a") as f:
+        f.write(f"{epoch}\\n")
+    saved.write_text(json.dumps({"epoch": epoch}))
+    print(f"epoch={epoch} val_loss={abs(args.lr - 0.3) + 1.0 / epoch:.5f}", flush=True)
+'''
+
+
+def test_a_killed_script_study_resumes_each_interrupted_trial_from_its_checkpoint(
+        tmp_path: Path) -> None:
+    from searchsvc.core import EventKind
+    from tests.killed import kill_and_resume
+
+    (tmp_path / "train.py").write_text(textwrap.dedent(RESUMABLE))
+    (tmp_path / "study.yaml").write_text(STUDY.format(
+        name="resumable", values=[0.1, 0.2, 0.3, 0.4], stopping="").replace(
+        " --epochs 6", ""))
+
+    def checkpointed_while_running(store: Any) -> bool:
+        trials = store.get_trials("resumable")
+        saved = {(e.number, e.data.get("attempt"))
+                 for e in store.get_events("resumable", kind=EventKind.CHECKPOINT)}
+        return sum(t.state == TrialState.COMPLETED for t in trials) >= 1 and any(
+            t.state == TrialState.RUNNING and (t.number, t.attempts) in saved for t in trials)
+
+    store, _ = kill_and_resume(tmp_path, "resumable", until=checkpointed_while_running)
+    assert store.get_study("resumable").state == "completed"
+    saved: dict[int, int] = {}
+    for event in store.get_events("resumable", kind=EventKind.CHECKPOINT):
+        if event.data["attempt"] == 1:
+            saved[event.number] = max(saved.get(event.number, 0), event.step or 0)
+    trials = store.get_trials("resumable", measurements=True)
+    interrupted = [t for t in trials if t.attempts == 2]
+    assert any(t.number in saved for t in interrupted)
+    for trial in trials:
+        lr = trial.config["lr"]
+        assert [(m.step, m.value) for m in trial.measurements if m.attempt == trial.attempts
+                ] == [(e, pytest.approx(abs(lr - 0.3) + 1.0 / e, abs=1e-5)) for e in range(1, 7)]
+    for trial in interrupted:  # the script went on from the epoch after its checkpoint
+        ran = [int(x) for x in (tmp_path / "trace" / f"{trial.number}.log").read_text().split()]
+        restored, lost = saved.get(trial.number, 0), len(ran) - 6
+        assert lost >= 0 and ran == [*range(1, restored + lost + 1), *range(restored + 1, 7)]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from searchsvc import usecases
-from searchsvc.core import TrialState
+from searchsvc.core import EventKind, TrialState
 from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.reporting import write_report
 from searchsvc.searchers import create_searcher
@@ -160,5 +160,9 @@ def test_an_sdk_objective_gets_its_trial_on_every_rank_and_survives_a_dead_worke
                and m.metrics["ranks_in_folder"] == 1.0 for m in trial.measurements)
     # Both ranks restored the same weight: the all-reduced sum is twice rank 0's.
     assert [m.metrics["reduced"] for m in trial.measurements] == [2.0, 4.0, 6.0, 8.0]
-    assert [e.kind for e in store.get_events(name)] == ["retried"]
+    assert [e.kind for e in store.get_events(name) if e.kind != EventKind.CHECKPOINT] == [
+        "retried"]
+    # Where each step's checkpoint is kept, for a resume (step 3's first try saved none).
+    assert [(e.step, e.data["attempt"]) for e in store.get_events(
+        name, kind=EventKind.CHECKPOINT)] == [(1, 1), (2, 1), (3, 1), (4, 1)]
     assert_nothing_left(ray_local)
