@@ -14,7 +14,13 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def launch(playwright: Any) -> Any:
+    """Debian's chromium, headless. Assertions on its pages wait up to 30 s (Playwright's
+    default is 5 s): a page the service renders on request, beside a test suite that keeps
+    every core busy, can take longer than that."""
+    from playwright.sync_api import expect
+
     assert CHROMIUM, "Debian's chromium is not installed (make test installs it)"
+    expect.set_options(timeout=30_000)
     return playwright.chromium.launch(
         executable_path=CHROMIUM, args=["--headless", "--no-sandbox", "--disable-gpu"])
 
