@@ -80,14 +80,17 @@ class StudySearch(PicklesDetached, TuneSearcher):
             config[META_KEY][RESTORE_KEY] = {"path": path, "step": step}
         return config
 
+    def _allowed(self) -> int | None:
+        return self.allowance() if self.allowance is not None else None
+
     def _at_allowance(self) -> bool:
-        allowed = self.allowance() if self.allowance is not None else None
+        allowed = self._allowed()
         return allowed is not None and len(self.live) >= allowed
 
     def holds_back(self) -> bool:
         """Whether, under an allowance below the study's own concurrency, it starts no trial
         now: it is at its allowance, or has none left to start."""
-        allowed = self.allowance() if self.allowance is not None else None
+        allowed = self._allowed()
         if allowed is None or (self.concurrency is not None and allowed >= self.concurrency):
             return False
         return len(self.live) >= allowed or not self.pending

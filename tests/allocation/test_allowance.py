@@ -1,0 +1,28 @@
+"""The allowance file between the service and a study's driver: none means no limit, a new
+allowance is read once the file changes, and a file that is not an allowance keeps the last
+one read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from searchsvc.allocation.allowance import AllowanceReader, write_allowance
+
+
+def test_the_driver_reads_each_new_allowance_and_keeps_the_last_through_a_bad_file(
+        tmp_path: Path) -> None:
+    path = tmp_path / "allowances" / "s.json"
+    reader = AllowanceReader(path)
+    assert reader() is None  # no file: no limit
+    write_allowance(path, 2)
+    assert reader() == (2, "")
+    write_allowance(path, 1, why="1 of 2 slot(s)")
+    assert reader() == (1, "1 of 2 slot(s)")
+    path.write_text("not an allowance")
+    assert reader() == (1, "1 of 2 slot(s)")  # kept; asked again next time
+    write_allowance(path, 0)
+    assert reader() == (0, "")
+    with pytest.raises(ValueError, match="got -1"):
+        write_allowance(path, -1)
