@@ -113,7 +113,10 @@ def _start(num_cpus: int | None, num_gpus: int | None, niceness: int) -> Head:
                "--node-ip-address=127.0.0.1", f"--port={ports[0]}",
                f"--dashboard-port={ports[1]}", f"--dashboard-agent-listen-port={ports[2]}",
                f"--ray-client-server-port={ports[3]}", "--include-dashboard=false",
-               "--disable-usage-stats", f"--temp-dir={head.temp_dir}"]
+               "--disable-usage-stats", f"--temp-dir={head.temp_dir}",
+               # Lean, as an embedded node (raycompat.lean_node): the service's drivers never
+               # show their workers' output, and a head on one machine never autoscales.
+               "--include-log-monitor=false", "--no-monitor"]
     if num_cpus is not None:
         command.append(f"--num-cpus={num_cpus}")
     if num_gpus is not None:

@@ -8,7 +8,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 from searchsvc.errors import RunnerError
@@ -81,10 +81,16 @@ _SLOW_NODE_START = "timed out during startup"
 
 def _init_ray(kwargs: dict[str, Any], *, embedded: bool) -> None:
     """``ray.init(**kwargs)``; an embedded Ray that timed out starting is stopped and started
-    once more, with a line saying why (an attached cluster's failure is reported at once)."""
+    once more, with a line saying why (an attached cluster's failure is reported at once). An
+    embedded node starts lean (raycompat.lean_node): no autoscaler monitor, and no log monitor
+    when the driver does not show its workers' output."""
     import ray
 
-    with embedded_node_settings(embedded):
+    from searchsvc.driver.raycompat import lean_node
+
+    lean = lean_node(show_worker_output=kwargs.get("log_to_driver", True)) if embedded else (
+        nullcontext())
+    with embedded_node_settings(embedded), lean:
         try:
             ray.init(**kwargs)
         except Exception as exc:

@@ -22,6 +22,10 @@ def test_a_head_starts_once_is_attached_after_and_starts_anew_when_gone(tmp_path
         assert own_head(home, num_cpus=1) == head  # attached: no second head
         assert (home / STATE_FILE).stat().st_mode & 0o077 == 0  # its token: the user's alone
         assert head.driver_env() == {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": head.token}
+        # Lean: no autoscaler monitor, no log monitor (the service's drivers show no output).
+        commands = _commands_naming(head.temp_dir)
+        assert any("raylet" in c for c in commands), commands
+        assert not any("monitor.py" in c for c in commands), commands
         stop_head(home)
         assert not head.answers() and read_head(home) is None
         again = own_head(home, num_cpus=1)
@@ -30,3 +34,10 @@ def test_a_head_starts_once_is_attached_after_and_starts_anew_when_gone(tmp_path
     finally:
         stop_head(home)
     assert read_head(home) is None
+
+
+def _commands_naming(folder: str) -> list[str]:
+    import psutil  # type: ignore[import-untyped]
+
+    return [" ".join(p.info["cmdline"] or ()) for p in psutil.process_iter(["cmdline"])
+            if any(folder in a for a in p.info["cmdline"] or ())]

@@ -78,3 +78,34 @@ def test_an_embedded_node_prestarts_no_idle_workers_and_the_callers_environment_
     monkeypatch.setenv("RAY_prestart_worker_first_driver", "1")  # the user's choice wins
     session._init_ray({"address": "local"}, embedded=True)
     assert init.environments[2]["RAY_prestart_worker_first_driver"] == "1"
+
+
+LIST_NODE_PROCESSES = """
+import json, sys, tempfile
+import psutil, ray
+from searchsvc.driver.session import start_embedded_ray
+
+seen = {}
+for show in (False, True):
+    folder = tempfile.mkdtemp(prefix="ssr-")  # short: Ray's sockets lie below it
+    start_embedded_ray(num_cpus=1, log_to_driver=show, _temp_dir=folder)
+    seen[str(show)] = [" ".join(p.info["cmdline"] or ()) for p in psutil.process_iter(["cmdline"])
+                       if any(folder in a for a in p.info["cmdline"] or ())]
+    ray.shutdown()
+print(json.dumps(seen))
+"""
+
+
+def test_an_embedded_node_starts_no_monitor_and_a_log_monitor_only_for_shown_output() -> None:
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LIST_NODE_PROCESSES], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    for show, commands in seen.items():
+        assert any("gcs_server" in c for c in commands) and any("raylet" in c for c in commands)
+        assert not any("autoscaler/_private/monitor.py" in c for c in commands), commands
+        assert any("log_monitor.py" in c for c in commands) == (show == "True"), commands

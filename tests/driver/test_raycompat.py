@@ -11,6 +11,7 @@ from pathlib import Path
 
 import ray
 from packaging.specifiers import SpecifierSet
+from ray._private.parameter import RayParams
 from ray.actor import ActorHandle
 from ray.tune.execution.class_cache import _ActorClassCache
 from ray.tune.execution.tune_controller import TrialRunnerWrapper, TuneController
@@ -23,7 +24,7 @@ from searchsvc.driver import raycompat
 OWNERS = {"_Bracket": _Bracket, "AsyncHyperBandScheduler": AsyncHyperBandScheduler,
           "PopulationBasedTraining": PopulationBasedTraining, "ActorHandle": ActorHandle,
           "TuneController": TuneController, "TrialRunnerWrapper": TrialRunnerWrapper,
-          "_ActorClassCache": _ActorClassCache, "Trial": Trial}
+          "_ActorClassCache": _ActorClassCache, "Trial": Trial, "RayParams": RayParams}
 
 
 def test_the_installed_ray_is_in_the_checked_range_and_pyproject_pins_it() -> None:
