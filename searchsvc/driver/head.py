@@ -91,18 +91,31 @@ def stop_head(home: Path) -> None:
 
 def end_ray_folder(temp_dir: str | Path) -> None:
     """SIGKILL every process of the Ray whose temporary folder is ``temp_dir`` (each names it
-    on its command line), as ``ray stop`` would but for this Ray alone, then delete the
-    folder."""
+    on its command line, or is a child of one that does: the raylet's agents and workers
+    rename themselves ``ray::...``), as ``ray stop`` would but for this Ray alone, then delete
+    the folder."""
     import psutil  # type: ignore[import-untyped]
 
     folder = str(temp_dir)
-    mine = [p for p in psutil.process_iter(["cmdline"])
-            if any(folder in argument for argument in p.info["cmdline"] or ())]
+    named = [p for p in psutil.process_iter(["cmdline"])
+             if any(folder in argument for argument in p.info["cmdline"] or ())]
+    mine = list({p.pid: p for p in [*named, *_descendants(named)]}.values())
     for process in mine:
         with contextlib.suppress(psutil.Error):
             process.send_signal(signal.SIGKILL)
     psutil.wait_procs(mine, timeout=10)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def _descendants(processes: list) -> list:
+    """Every living descendant of ``processes`` (psutil processes)."""
+    import psutil
+
+    found = []
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            found.extend(process.children(recursive=True))
+    return found
 
 
 def _start(num_cpus: int | None, num_gpus: int | None, niceness: int) -> Head:

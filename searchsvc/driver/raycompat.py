@@ -369,28 +369,6 @@ def forget_ended_trials(tune_controller: Any, trials: Any) -> int:
     return len(ended)
 
 
-def quiet_progress_callback() -> Any:
-    """A stand-in for the progress callback Tune adds when a run has none (which prints
-    nothing at ``verbose=0`` yet keeps every trial's last result to the run's end): searchsvc
-    shows progress itself."""
-    from ray.tune.progress_reporter import TrialProgressCallback
-
-    class QuietProgress(TrialProgressCallback):
-        def on_trial_result(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-        def on_trial_complete(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-        def on_trial_error(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-        def on_trial_start(self, *args: Any, **kwargs: Any) -> None:
-            pass
-
-    return QuietProgress()
-
-
 @contextmanager
 def lean_node(*, show_worker_output: bool) -> Iterator[None]:
     """Within: a Ray node this process starts (``ray.init`` without an address to attach to)

@@ -126,7 +126,6 @@ def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any, *,
     checkpoints kept and retries."""
     from ray import tune
 
-    from searchsvc.driver import raycompat
     from searchsvc.driver.callbacks import StudyStopper
 
     keep = spec.checkpoints.keep_best
@@ -140,7 +139,7 @@ def _run_config(spec: StudySpec, run_name: str, storage: Path, callback: Any, *,
         storage_path=str(storage),
         stop=StudyStopper(tuple(o.name for o in spec.objectives), spec.budget.max_steps,
                           callback),
-        callbacks=[callback, raycompat.quiet_progress_callback()],
+        callbacks=[callback, quiet_progress_callback()],
         verbose=0,
         log_to_file=True,
         # What a trial writes to sdk.trial_dir() is copied into the study's results
@@ -236,3 +235,25 @@ def _restore_point(trial: Any) -> tuple[str, int] | None:
 
 def _trial_dirname(trial: Any) -> str:
     return f"trial_{int(trial.config[META_KEY]['number']):05d}"
+
+
+def quiet_progress_callback() -> Any:
+    """A stand-in for the progress callback Tune adds when a run has none (which prints
+    nothing at ``verbose=0`` yet keeps every trial's last result to the run's end): searchsvc
+    shows progress itself."""
+    from ray.tune.progress_reporter import TrialProgressCallback
+
+    class QuietProgress(TrialProgressCallback):
+        def on_trial_result(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def on_trial_complete(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def on_trial_error(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+        def on_trial_start(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+    return QuietProgress()

@@ -26,8 +26,11 @@ def test_a_head_starts_once_is_attached_after_and_starts_anew_when_gone(tmp_path
         commands = _commands_naming(head.temp_dir)
         assert any("raylet" in c for c in commands), commands
         assert not any("monitor.py" in c for c in commands), commands
+        agents = _renamed_children_of_raylet(head.temp_dir)
+        assert agents  # the raylet's agents, which no longer name the folder
         stop_head(home)
         assert not head.answers() and read_head(home) is None
+        assert not [p for p in agents if p.is_running() and p.status() != "zombie"]
         again = own_head(home, num_cpus=1)
         # A new head: a new token (its port may be the old one's, free again)
         assert again.answers() and again.token != head.token
@@ -41,3 +44,13 @@ def _commands_naming(folder: str) -> list[str]:
 
     return [" ".join(p.info["cmdline"] or ()) for p in psutil.process_iter(["cmdline"])
             if any(folder in a for a in p.info["cmdline"] or ())]
+
+
+def _renamed_children_of_raylet(folder: str) -> list:
+    import psutil
+
+    raylets = [p for p in psutil.process_iter(["cmdline"])
+               if any(folder in a for a in p.info["cmdline"] or ()) and "raylet" in p.info[
+                   "cmdline"][0]]
+    return [c for r in raylets for c in r.children()
+            if not any(folder in a for a in c.cmdline())]
