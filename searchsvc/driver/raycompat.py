@@ -25,39 +25,29 @@ RAY_VERSIONS = ">=2.60,<2.61"
 
 # (owner, private attribute) pairs this module relies on; checked by the tests.
 PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
-    ("PopulationBasedTraining", "_trial_state"),
-    ("PopulationBasedTraining", "_quantiles"),
+    ("PopulationBasedTraining", "_trial_state"), ("PopulationBasedTraining", "_quantiles"),
     ("PopulationBasedTraining", "_checkpoint_or_exploit"),
-    ("PopulationBasedTraining", "_get_new_config"),
-    ("PopulationBasedTraining", "_exploit"),
+    ("PopulationBasedTraining", "_get_new_config"), ("PopulationBasedTraining", "_exploit"),
     ("TrialRunnerWrapper", "_tune_controller"),
-    ("TuneController", "_cached_trial_decisions"),
-    ("TuneController", "_on_trial_reset"),
-    ("TuneController", "_resetting_trials"),
-    ("TuneController", "_trial_to_actor"),
-    ("TuneController", "_actor_to_trial"),
-    ("TuneController", "_remove_actor"),
-    ("TuneController", "_schedule_trial_actor"),
-    ("TuneController", "_trials"),
-    ("TuneController", "_stopped_trials"),
-    ("TuneController", "_failed_trials"),
-    ("TuneController", "_class_cache"),
-    ("TuneController", "_cleanup_cached_actors"),
-    ("TuneController", "_maybe_update_trial_queue"),
-    ("TuneController", "_update_trial_queue"),
+    ("TuneController", "_cached_trial_decisions"), ("TuneController", "_on_trial_reset"),
+    ("TuneController", "_resetting_trials"), ("TuneController", "_trial_to_actor"),
+    ("TuneController", "_actor_to_trial"), ("TuneController", "_remove_actor"),
+    ("TuneController", "_schedule_trial_actor"), ("TuneController", "_trials"),
+    ("TuneController", "_stopped_trials"), ("TuneController", "_failed_trials"),
+    ("TuneController", "_trial_metadata"), ("TuneController", "_trials_to_cache"),
+    ("TuneController", "_class_cache"), ("TuneController", "_cleanup_cached_actors"),
+    ("TuneController", "_maybe_update_trial_queue"), ("TuneController", "_update_trial_queue"),
     ("TuneController", "_search_alg"),
+    ("ray.util.debug", "_logged"),
     ("Trial", "_restore_checkpoint_result"),
     ("ray.train._internal.session", "_TrainingResult"),
     ("ray.tune.execution.class_cache", "_ActorClassCache"),
     ("_ActorClassCache", "_cache"),
     ("ActorHandle", "_actor_id"),
-    ("ray._private", "state"),
-    ("ray.air._internal.usage", "tag_callbacks"),
-    ("ray.air._internal.usage", "record_extra_usage_tag"),
-    ("ray.air._internal.usage", "TagKey"),
+    ("ray._private", "state"), ("ray.air._internal.usage", "tag_callbacks"),
+    ("ray.air._internal.usage", "record_extra_usage_tag"), ("ray.air._internal.usage", "TagKey"),
     ("ray._private.parameter", "RayParams"),
-    ("RayParams", "no_monitor"),
-    ("RayParams", "include_log_monitor"),
+    ("RayParams", "no_monitor"), ("RayParams", "include_log_monitor"),
 )
 
 class PopulationHooks:
@@ -347,11 +337,14 @@ def waiting_trials(tune_controller: Any) -> tuple[Any, Any] | None:
 
 def forget_ended_trials(tune_controller: Any, trials: Any) -> int:
     """Drop ``trials`` that have ended (TERMINATED or ERROR) from the controller ``tune_
-    controller`` wraps (private: ``_trials``, ``_stopped_trials``, ``_failed_trials``); returns
-    how many it dropped. Tune keeps every trial of its run, with its config, last result and
-    metric history, to the run's end: 60 KB or more a trial, the driver's memory growing with
-    every trial of a long study. Nothing of searchsvc reads an ended trial from Tune: the store
-    holds it. Not for PBT, which ranks trials against ended ones."""
+    controller`` wraps (private: ``_trials``, ``_stopped_trials``, ``_failed_trials``, and the
+    JSON state of every trial its experiment snapshot keeps, ``_trial_metadata`` and
+    ``_trials_to_cache``); returns how many it dropped. Tune keeps every trial of its run, with
+    its config, last result and metric history, to the run's end: 60 KB or more a trial, the
+    driver's memory growing with every trial of a long study. Nothing of searchsvc reads an
+    ended trial from Tune (the store holds it, and a study resumes from the store, not from
+    Tune's snapshot). Not for PBT, which ranks trials against ended ones. Also forgets Ray's
+    notes of the values its JSON encoder could not encode (see ``_forget_encoder_notes``)."""
     from ray.tune.experiment import Trial
 
     controller = getattr(tune_controller, "_tune_controller", tune_controller)
@@ -366,17 +359,30 @@ def forget_ended_trials(tune_controller: Any, trials: Any) -> int:
     controller._trials[:] = [t for t in controller._trials if t not in ended]
     controller._stopped_trials.difference_update(ended)
     controller._failed_trials.difference_update(ended)
+    controller._trials_to_cache.difference_update(ended)
+    for trial in ended:
+        controller._trial_metadata.pop(trial.trial_id, None)
+    _forget_encoder_notes()
     return len(ended)
+
+
+ENCODER_NOTE = "tune_func_encode:"
+
+
+def _forget_encoder_notes() -> None:
+    """Forget the keys Ray's ``log_once`` keeps, for the process's life, for each value Tune's
+    JSON encoder pickled (named by its ``str``: a dozen a trial's snapshot)."""
+    from ray.util import debug
+
+    debug._logged.difference_update([k for k in debug._logged if k.startswith(ENCODER_NOTE)])
 
 
 @contextmanager
 def lean_node(*, show_worker_output: bool) -> Iterator[None]:
-    """Within: a Ray node this process starts (``ray.init`` without an address to attach to)
-    runs without the autoscaler's monitor, which a Ray of one machine never uses, and without
-    the log monitor unless the driver shows its workers' output (``log_to_driver``), which is
-    the log monitor's only reader. Each is a Python process that costs about a CPU-second to
-    start and polls for as long as the node runs: together 1.3 CPU-seconds a minute on an idle
-    node. ``ray.init`` has no argument for either; its node parameters do."""
+    """Within: a node ``ray.init`` starts has no autoscaler monitor (one machine never
+    autoscales) and, unless the driver shows its workers' output, no log monitor (its only
+    reader): two processes that poll while the node runs, 1.3 CPU-s a minute on an idle node.
+    ``ray.init`` has no argument for either; its node parameters do."""
     from ray._private.parameter import RayParams
 
     original = RayParams.__init__

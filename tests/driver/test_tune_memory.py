@@ -20,11 +20,19 @@ pytestmark = pytest.mark.slow
 
 def test_ended_trials_leave_tunes_controller_and_stay_in_the_store(
         ray_local, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ray.util import debug
+
     held: list[int] = []  # the controller's trials after each drop
+    snapshots: list[int] = []  # the trials whose JSON state it keeps for its snapshot
+    notes: list[int] = []  # Ray's log-once keys of values its JSON encoder pickled
 
     def forget(tune_controller: Any, trials: Any) -> int:
         dropped = raycompat.forget_ended_trials(tune_controller, trials)
-        held.append(len(tune_controller._tune_controller._trials))
+        controller = tune_controller._tune_controller
+        held.append(len(controller._trials))
+        snapshots.append(len(set(controller._trial_metadata) | {
+            t.trial_id for t in controller._trials_to_cache}))
+        notes.append(sum(k.startswith(raycompat.ENCODER_NOTE) for k in debug._logged))
         return dropped
 
     monkeypatch.setattr(schedulers, "forget_ended_trials", forget)
@@ -52,3 +60,5 @@ def test_ended_trials_leave_tunes_controller_and_stay_in_the_store(
     assert all([m.step for m in t.measurements] == [1, 2, 3] for t in trials)
     # Dropped as they ended: at most the running, the waiting and those ending meanwhile.
     assert len(held) >= 5 and max(held) <= 6, held
+    # Nor does its snapshot keep the ended trials' state, nor Ray its notes of their values.
+    assert max(snapshots) <= 6 and notes == [0] * len(notes), (snapshots, notes)
