@@ -354,6 +354,7 @@ def forget_ended_trials(tune_controller: Any, trials: Any) -> int:
         # from none it reads every trial of the run back from storage (all their results).
         finished = finished[:-1]
     ended = set(finished)
+    _forget_encoder_notes()  # live trials' snapshots add them too, whether any trial went
     if not ended:
         return 0
     controller._trials[:] = [t for t in controller._trials if t not in ended]
@@ -362,7 +363,6 @@ def forget_ended_trials(tune_controller: Any, trials: Any) -> int:
     controller._trials_to_cache.difference_update(ended)
     for trial in ended:
         controller._trial_metadata.pop(trial.trial_id, None)
-    _forget_encoder_notes()
     return len(ended)
 
 
