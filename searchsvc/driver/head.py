@@ -97,14 +97,24 @@ def end_ray_folder(temp_dir: str | Path) -> None:
     import psutil  # type: ignore[import-untyped]
 
     folder = str(temp_dir)
-    named = [p for p in psutil.process_iter(["cmdline"])
-             if any(folder in argument for argument in p.info["cmdline"] or ())]
+    named = processes_naming(folder)
     mine = list({p.pid: p for p in [*named, *_descendants(named)]}.values())
     for process in mine:
         with contextlib.suppress(psutil.Error):
             process.send_signal(signal.SIGKILL)
     psutil.wait_procs(mine, timeout=10)
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def processes_naming(text: str | Path) -> list:
+    """The processes (psutil) with ``text`` in an argument of their command line: a Ray's own
+    processes name its temporary folder (those the raylet starts rename themselves
+    ``ray::...``), a study's drivers its database."""
+    import psutil
+
+    text = str(text)
+    return [p for p in psutil.process_iter(["cmdline"])
+            if any(text in argument for argument in p.info["cmdline"] or ())]
 
 
 def _descendants(processes: list) -> list:

@@ -17,8 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import psutil  # type: ignore[import-untyped]
-
+from searchsvc.driver.head import processes_naming
 from searchsvc.store import SqlStore
 from searchsvc.usecases import stop_ray_head
 
@@ -74,13 +73,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def processes_naming(text: str) -> list[psutil.Process]:
-    """The processes with ``text`` in an argument of their command line (a test's study
-    drivers name its database, a test cluster's Ray processes its temporary folder)."""
-    return [process for process in psutil.process_iter(["cmdline"])
-            if any(text in argument for argument in process.info["cmdline"] or ())]
 
 
 class Service:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.driver.head import STATE_FILE, own_head, read_head, stop_head
+from searchsvc.driver.head import STATE_FILE, own_head, processes_naming, read_head, stop_head
 
 pytestmark = pytest.mark.slow
 
@@ -40,17 +40,10 @@ def test_a_head_starts_once_is_attached_after_and_starts_anew_when_gone(tmp_path
 
 
 def _commands_naming(folder: str) -> list[str]:
-    import psutil  # type: ignore[import-untyped]
-
-    return [" ".join(p.info["cmdline"] or ()) for p in psutil.process_iter(["cmdline"])
-            if any(folder in a for a in p.info["cmdline"] or ())]
+    return [" ".join(p.info["cmdline"]) for p in processes_naming(folder)]
 
 
 def _renamed_children_of_raylet(folder: str) -> list:
-    import psutil
-
-    raylets = [p for p in psutil.process_iter(["cmdline"])
-               if any(folder in a for a in p.info["cmdline"] or ()) and "raylet" in p.info[
-                   "cmdline"][0]]
+    raylets = [p for p in processes_naming(folder) if "raylet" in p.info["cmdline"][0]]
     return [c for r in raylets for c in r.children()
             if not any(folder in a for a in c.cmdline())]

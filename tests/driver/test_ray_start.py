@@ -82,15 +82,15 @@ def test_an_embedded_node_prestarts_no_idle_workers_and_the_callers_environment_
 
 LIST_NODE_PROCESSES = """
 import json, sys, tempfile
-import psutil, ray
+import ray
+from searchsvc.driver.head import processes_naming
 from searchsvc.driver.session import start_embedded_ray
 
 seen = {}
 for show in (False, True):
     folder = tempfile.mkdtemp(prefix="ssr-")  # short: Ray's sockets lie below it
     start_embedded_ray(num_cpus=1, log_to_driver=show, _temp_dir=folder)
-    seen[str(show)] = [" ".join(p.info["cmdline"] or ()) for p in psutil.process_iter(["cmdline"])
-                       if any(folder in a for a in p.info["cmdline"] or ())]
+    seen[str(show)] = [" ".join(p.info["cmdline"]) for p in processes_naming(folder)]
     ray.shutdown()
 print(json.dumps(seen))
 """
