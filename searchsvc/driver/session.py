@@ -15,6 +15,7 @@ from searchsvc.errors import RunnerError
 from searchsvc.options import RunOptions
 from searchsvc.spec import StudySpec
 from searchsvc.worker.objective import module_root
+from searchsvc.worker.workdir import NO_TRIAL_DIR_CHANGE
 
 
 @contextmanager
@@ -139,8 +140,12 @@ def embedded_environment() -> dict[str, str] | None:
 # Each is a Python process importing Ray (about 2 CPU-seconds) on a machine the study needs.
 # PL_DISABLE_FORK: what Ray Tune sets for every trial worker (the node's workers inherit it, so
 # Tune's per-worker runtime environment that would only repeat it can be left out; see
-# raycompat.trainables_inherit_node_environment).
-EMBEDDED_NODE_ENV = {"RAY_prestart_worker_first_driver": "0", "PL_DISABLE_FORK": "1"}
+# raycompat.trainables_inherit_node_environment). NO_TRIAL_DIR_CHANGE: the driver sets it too
+# (driver/tune_run.py), which Tune passes on to every trainable; a node started before that
+# module was imported (a CLI run's) would otherwise miss it, and every trial worker would get
+# a runtime environment of its own after all.
+EMBEDDED_NODE_ENV = {"RAY_prestart_worker_first_driver": "0", "PL_DISABLE_FORK": "1",
+                     **NO_TRIAL_DIR_CHANGE}
 
 
 @contextmanager

@@ -7,6 +7,9 @@ environment."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -69,3 +72,27 @@ def test_a_variable_tune_passes_on_that_the_node_lacks_reaches_the_trial(
     for metrics in _metrics(tmp_path):
         assert metrics["aws_key"] == 1.0 and metrics["fork_disabled"] == 1.0
         assert metrics["own_variables"] >= 2.0  # Tune's runtime environment, as before
+
+
+def test_a_node_started_before_the_driver_loads_tune_still_holds_every_variable_tune_sets(
+        tmp_path: Path) -> None:
+    # A CLI run starts its node before it imports the Tune side of the driver, which sets
+    # variables of its own (RAY_CHDIR_TO_TRIAL_DIR=0): the node must already hold them, or
+    # every trial worker gets Tune's runtime environment after all.
+    script = textwrap.dedent("""
+        import os
+        from searchsvc.driver.session import embedded_environment, start_embedded_ray
+        start_embedded_ray(num_cpus=1, log_to_driver=False)
+        import searchsvc.driver.tune_run
+        from ray.tune.execution import class_cache
+        wanted = {**class_cache.DEFAULT_ENV_VARS,
+                  **{k: os.environ[k] for k in class_cache.ENV_VARS_TO_PROPAGATE
+                     if k in os.environ}}
+        node = embedded_environment()
+        print("MISSING", sorted(k for k, v in wanted.items() if node.get(k) != v))
+        """)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("AWS_ACCESS_KEY_ID", "RAY_CHDIR_TO_TRIAL_DIR")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path, env=env)
+    assert "MISSING []" in done.stdout, done.stdout + done.stderr[-3000:]
