@@ -19,6 +19,22 @@ from searchsvc.core.objectives import Constraint
 from searchsvc.core.states import FINISHED_TRIAL_STATES, EventKind, StudyState, TrialState
 
 
+class _NoValues(dict[str, Any]):
+    """An empty mapping that refuses to be filled. One instance stands for the empty telemetry
+    and dimensionality of every measurement read from a store: a dict each costs 64 bytes, 25
+    MB over a 10,000-trial study's 200,000 measurements. A dict (not a mapping proxy), so that
+    it encodes, pickles and compares equal to ``{}`` as the dicts it stands for did."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a measurement's mappings are read-only")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    update = setdefault = pop = popitem = clear = _refuse
+
+
+NO_VALUES: Mapping[str, Any] = _NoValues()
+
+
 @dataclass(frozen=True)
 class Measurement:
     """Metrics an objective reported at one step of one attempt of a trial."""

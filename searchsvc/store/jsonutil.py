@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 # The markers are the wire format's: the store keeps values as the API sends them.
+from searchsvc.core.records import NO_VALUES
 from searchsvc.core.wire import decode_floats, encode
 
 
@@ -20,9 +22,10 @@ def optional(extra: tuple[Any, ...] | list[Any], index: int) -> str | None:
     return dumps(dict(found)) if found else None
 
 
-def loads_optional(text: str | None) -> dict[str, Any]:
-    """What :func:`optional` wrote, decoded; an empty mapping for None."""
-    return loads_metrics(text) if text else {}
+def loads_optional(text: str | None) -> Mapping[str, Any]:
+    """What :func:`optional` wrote, decoded; for None, the one shared empty mapping
+    (records.NO_VALUES: most measurements have neither telemetry nor dimensionality)."""
+    return loads_metrics(text) if text else NO_VALUES
 
 
 def loads_metrics(text: str) -> dict[str, Any]:

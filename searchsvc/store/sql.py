@@ -626,13 +626,26 @@ def _read_measurements(s: Session, study_id: int, numbers: Collection[int] | Non
              .where(trial.c.study_id == study_id))
     if numbers is not None:
         query = query.where(trial.c.number.in_(list(numbers)))
-    rows = s.execute(query.order_by(m.c.trial_id, m.c.attempt, m.c.step, m.c.id)).all()
-    metrics = jsonutil.loads_many([r[3] for r in rows])
-    for r, values in zip(rows, metrics, strict=True):
-        by_trial[r[0]].append(Measurement(
-            step=r[1], value=r[2], metrics=decode_floats(values), attempt=r[4],
-            recorded_at=r[5], telemetry=jsonutil.loads_optional(r[6]),
-            dimensionality=jsonutil.loads_optional(r[7])))
+    # Read in batches: a large study's rows, their JSON texts and the decoder's output for all
+    # of them at once would add as much again as the measurements built from them.
+    result = s.execute(query.order_by(m.c.trial_id, m.c.attempt, m.c.step, m.c.id)
+                       .execution_options(yield_per=_MEASUREMENT_BATCH))
+    for rows in result.partitions():
+        metrics = jsonutil.loads_many([r[3] for r in rows])
+        for r, values in zip(rows, metrics, strict=True):
+            by_trial[r[0]].append(Measurement(
+                step=r[1], value=r[2], metrics=_decoded(values), attempt=r[4],
+                recorded_at=r[5], telemetry=jsonutil.loads_optional(r[6]),
+                dimensionality=jsonutil.loads_optional(r[7])))
+
+
+_MEASUREMENT_BATCH = 5000
+
+
+def _decoded(values: dict[str, Any]) -> dict[str, Any]:
+    """The decoder's own new mapping of a row's metrics, copied only when a value is one of
+    the non-finite markers to turn back into a float."""
+    return decode_floats(values) if any(isinstance(v, str) for v in values.values()) else values
 
 
 _TRIAL_COLUMNS = ("id", "study_id", "number", "state", "config", "arm", "seed", "attempts",

@@ -182,6 +182,22 @@ class StoreContract:
         assert all("step_time_s" not in m.metrics for m in trial.measurements)
         assert (trial.best_value, trial.last_step) == (0.4, 3)
 
+    def test_a_large_studys_measurements_come_back_whole_and_in_order(self, store: Store
+                                                                      ) -> None:
+        # More rows than one read batch (a store may read a large study in batches).
+        study = new_study(store)
+        steps = {number: 1 + (number * 37) % 300 for number in range(40)}
+        for number, count in steps.items():
+            t = store.start_trial(study.id, number=number, config={}, arm={}, seed=number)
+            store.record_measurements(t.id, 1, "min", [
+                (step, *loss(number + 1 / step)) for step in range(1, count + 1)])
+        assert sum(steps.values()) > 6000
+        trials = store.get_trials("s", measurements=True)
+        assert {t.number: [m.step for m in t.measurements] for t in trials} == {
+            n: list(range(1, c + 1)) for n, c in steps.items()}
+        assert all(m.value == t.number + 1 / m.step and m.telemetry == {}
+                   for t in trials for m in t.measurements)
+
     def test_dimensionality_is_kept_per_step_and_layer_apart_from_the_rest(self, store: Store
                                                                            ) -> None:
         study = new_study(store)

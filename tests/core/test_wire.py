@@ -7,6 +7,8 @@ import json
 import math
 from dataclasses import replace
 
+import pytest
+
 from searchsvc.core import Constraint, Measurement, StudyRecord, StudyState, TrialRecord, TrialState
 from searchsvc.core.wire import study_json, study_record, trial_json, trial_record
 
@@ -52,3 +54,20 @@ def test_a_study_reads_back_with_its_counts_constraints_and_detail() -> None:
     brief = study_record(over_http(study_json(study)))
     assert (brief.spec_text, brief.owner, dict(brief.provenance)) == ("", None, {})
     assert brief.trial_counts == study.trial_counts and brief.constraints == study.constraints
+
+
+def test_the_shared_empty_mapping_of_measurements_is_a_read_only_empty_dict() -> None:
+    import copy
+    import json
+    import pickle
+
+    from searchsvc.core.records import NO_VALUES
+
+    assert NO_VALUES == {} and json.dumps(NO_VALUES) == "{}" and dict(NO_VALUES) == {}
+    assert pickle.loads(pickle.dumps(NO_VALUES)) == {} and copy.deepcopy(NO_VALUES) == {}
+    for change in (lambda m: m.__setitem__("a", 1), lambda m: m.update(a=1),
+                   lambda m: m.setdefault("a", 1), lambda m: m.pop("a", None),
+                   lambda m: m.clear(), lambda m: m.__ior__({"a": 1})):
+        with pytest.raises(TypeError, match="read-only"):
+            change(NO_VALUES)
+    assert NO_VALUES == {}
