@@ -26,9 +26,11 @@ from searchsvc.usecases import stop_ray_head
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def service(tmp_path: Path) -> Iterator[Service]:
-    with running_service(tmp_path) as s:
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    """One service (and its Ray) for the studies that can share it: each has a name of its
+    own, and starting a service with its Ray head is most of a short test's cost."""
+    with running_service(tmp_path_factory.mktemp("service")) as s:
         yield s
 
 
