@@ -144,8 +144,11 @@ def embedded_environment() -> dict[str, str] | None:
 # (driver/tune_run.py), which Tune passes on to every trainable; a node started before that
 # module was imported (a CLI run's) would otherwise miss it, and every trial worker would get
 # a runtime environment of its own after all.
+# RAY_TRAIN_ENABLE_PREEMPTION_WATCHER: Ray Train starts an actor per data-parallel trial that
+# polls for nodes being drained (spot instances taken back); one machine's own node is never
+# drained, so it would only cost a process (about 2 CPU-seconds) per trial.
 EMBEDDED_NODE_ENV = {"RAY_prestart_worker_first_driver": "0", "PL_DISABLE_FORK": "1",
-                     **NO_TRIAL_DIR_CHANGE}
+                     "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0", **NO_TRIAL_DIR_CHANGE}
 
 
 @contextmanager

@@ -43,5 +43,8 @@ def train(config):
         dist.all_reduce(total)
         sdk.report({"loss": 1.0 / step, "ranks_agree": agree, "world": float(world),
                     "restored_from": float(start), "reduced": float(total.item()),
-                    "ranks_in_folder": float(here.item())},
+                    "ranks_in_folder": float(here.item()),
+                    # the node's own setting, which Ray Train's controller reads too
+                    "preemption_watcher": float(os.environ.get(
+                        "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER", "1") != "0")},
                    state=lambda step=step, weight=weight: {"step": step, "weight": weight})

@@ -158,6 +158,8 @@ def test_an_sdk_objective_gets_its_trial_on_every_rank_and_survives_a_dead_worke
     assert [m.metrics["restored_from"] for m in trial.measurements] == [0.0, 0.0, 2.0, 2.0]
     assert all(m.metrics["ranks_agree"] == 1.0 and m.metrics["world"] == 2.0
                and m.metrics["ranks_in_folder"] == 1.0 for m in trial.measurements)
+    # No preemption watcher on the driver's own node: it is never drained.
+    assert all(m.metrics["preemption_watcher"] == 0.0 for m in trial.measurements)
     # Both ranks restored the same weight: the all-reduced sum is twice rank 0's.
     assert [m.metrics["reduced"] for m in trial.measurements] == [2.0, 4.0, 6.0, 8.0]
     assert [e.kind for e in store.get_events(name) if e.kind != EventKind.CHECKPOINT] == [
