@@ -14,7 +14,7 @@ from searchsvc.backends import backend_class
 from searchsvc.core import StudyRecord
 from searchsvc.core.judging import USABLE_STATES
 from searchsvc.driver.progress import Progress
-from searchsvc.driver.session import embedded_environment
+from searchsvc.driver.session import node_environment
 from searchsvc.driver.study import results_dir_of
 from searchsvc.options import RunOptions
 from searchsvc.provenance import launch_of
@@ -111,7 +111,7 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     progress.start(repeats_note(len(pending)) if isinstance(searcher, RepeatSearcher) else None)
     raycompat.tag_callbacks_without_integrations()
     raycompat.start_unresettable_trials_afresh()
-    raycompat.trainables_inherit_node_environment(embedded_environment)
+    raycompat.trainables_inherit_node_environment(node_environment)
     raycompat.release_cached_workers_while(search.holds_back if search.allowance else None)
     raycompat.trials_restore_from_their_checkpoint(_restore_point)
     tuner.fit()

@@ -4,11 +4,22 @@ when it is gone."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from searchsvc.driver.head import STATE_FILE, own_head, processes_naming, read_head, stop_head
+from searchsvc.driver.head import (
+    STATE_FILE,
+    Head,
+    own_head,
+    processes_naming,
+    read_head,
+    stop_head,
+)
+from searchsvc.driver.session import EMBEDDED_NODE_ENV
 
 pytestmark = pytest.mark.slow
 
@@ -28,6 +39,10 @@ def test_a_head_starts_once_is_attached_after_and_starts_anew_when_gone(tmp_path
         assert not any("monitor.py" in c for c in commands), commands
         agents = _renamed_children_of_raylet(head.temp_dir)
         assert agents  # the raylet's agents, which no longer name the folder
+        # A study's driver attached to it knows what its workers inherit (so Tune's per-trial
+        # runtime environment can be left out); attached from another home, it does not.
+        assert _node_environment_seen(head, home) == repr(EMBEDDED_NODE_ENV)
+        assert _node_environment_seen(head, tmp_path / "elsewhere") == "None"
         stop_head(home)
         assert not head.answers() and read_head(home) is None
         assert not [p for p in agents if p.is_running() and p.status() != "zombie"]
@@ -37,6 +52,18 @@ def test_a_head_starts_once_is_attached_after_and_starts_anew_when_gone(tmp_path
     finally:
         stop_head(home)
     assert read_head(home) is None
+
+
+def _node_environment_seen(head: Head, home: Path) -> str:
+    script = ("import ray\nfrom searchsvc.driver.session import node_environment\n"
+              f"ray.init(address={head.address!r}, logging_level='ERROR')\n"
+              "print('SEEN', repr(node_environment()))\n")
+    env = {**os.environ, **head.driver_env(), "SEARCHSVC_HOME": str(home), "RAY_ADDRESS": ""}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=120)
+    seen = [line for line in done.stdout.splitlines() if line.startswith("SEEN ")]
+    assert seen, done.stdout + done.stderr[-2000:]
+    return seen[0][len("SEEN "):]
 
 
 def _commands_naming(folder: str) -> list[str]:
