@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from searchsvc.driver.session import EMBEDDED_NODE_ENV
+from searchsvc.driver.session import EMBEDDED_NODE_ENV, embedded_environment
 from searchsvc.errors import RunnerError
 
 STATE_FILE = "service-ray.json"
@@ -79,6 +79,26 @@ def read_head(home: Path) -> Head | None:
     except (OSError, ValueError, TypeError):
         return None
 
+
+def node_environment() -> dict[str, str] | None:
+    """What every worker of the Ray this process is connected to is known to inherit: the
+    whole environment of an embedded node this process started (session.embedded_environment),
+    EMBEDDED_NODE_ENV on the service's own head (which :func:`own_head` starts with those values
+    over the service's environment, for every study's driver to attach to), else None."""
+    import ray
+
+    found = embedded_environment()
+    if found is not None or not ray.is_initialized():
+        return found
+    from searchsvc.store import searchsvc_home
+
+    head = read_head(searchsvc_home())
+    # Known by its folder, which each of its nodes' sockets live in: the address Ray reports
+    # names the machine's own IP, not the loopback one the head was started on.
+    if head is None or not any(str(node.get("ObjectStoreSocketName", "")).startswith(
+            head.temp_dir + os.sep) for node in ray.nodes()):
+        return None
+    return dict(EMBEDDED_NODE_ENV)
 
 def stop_head(home: Path) -> None:
     """End the head ``home`` records, with every process of it, and forget it."""

@@ -135,27 +135,6 @@ def embedded_environment() -> dict[str, str] | None:
 
 
 
-def node_environment() -> dict[str, str] | None:
-    """What every worker of the Ray this process is connected to is known to inherit: the
-    whole environment of an embedded node this process started (:func:`embedded_environment`),
-    EMBEDDED_NODE_ENV on the service's own head (which driver.head starts with those values
-    over the service's environment, for every study's driver to attach to), else None."""
-    import ray
-
-    found = embedded_environment()
-    if found is not None or not ray.is_initialized():
-        return found
-    from searchsvc.driver.head import read_head
-    from searchsvc.store import searchsvc_home
-
-    head = read_head(searchsvc_home())
-    # Known by its folder, which each of its nodes' sockets live in: the address Ray reports
-    # names the machine's own IP, not the loopback one the head was started on.
-    if head is None or not any(str(node.get("ObjectStoreSocketName", "")).startswith(
-            head.temp_dir + os.sep) for node in ray.nodes()):
-        return None
-    return dict(EMBEDDED_NODE_ENV)
-
 # Ray starts a worker process per CPU as soon as a driver connects, in the job's default
 # environment: a study with a code folder (a service's uploaded code, a cluster's working
 # directory) never uses them, and one without starts its trials' workers as fast on demand.

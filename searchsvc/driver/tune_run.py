@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from searchsvc.backends import backend_class
 from searchsvc.core import StudyRecord
 from searchsvc.core.judging import USABLE_STATES
+from searchsvc.driver.head import node_environment
 from searchsvc.driver.progress import Progress
-from searchsvc.driver.session import node_environment
 from searchsvc.driver.study import results_dir_of
 from searchsvc.options import RunOptions
 from searchsvc.provenance import launch_of

@@ -55,7 +55,7 @@ def test_a_head_starts_once_is_attached_after_and_starts_anew_when_gone(tmp_path
 
 
 def _node_environment_seen(head: Head, home: Path) -> str:
-    script = ("import ray\nfrom searchsvc.driver.session import node_environment\n"
+    script = ("import ray\nfrom searchsvc.driver.head import node_environment\n"
               f"ray.init(address={head.address!r}, logging_level='ERROR')\n"
               "print('SEEN', repr(node_environment()))\n")
     env = {**os.environ, **head.driver_env(), "SEARCHSVC_HOME": str(home), "RAY_ADDRESS": ""}
