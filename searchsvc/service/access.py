@@ -47,12 +47,27 @@ class ServiceStudies:
                         ) -> FileResponse:
         """The study's report in ``format`` (one of REPORT_FORMATS), written now: a download,
         or with ``inline`` a page the browser shows."""
+        import shutil
+        import tempfile
+
+        from starlette.background import BackgroundTask
+
         from searchsvc import usecases
 
-        files = usecases.report(name, self.store, formats=[] if format == "csv" else [format])
+        # Written into a folder of this response's own, removed once it is sent: in the
+        # study's results folder, its driver (which writes the report there after marking the
+        # study completed) or another request could rewrite the file while it is being sent.
+        folder = tempfile.mkdtemp(prefix="searchsvc-report-")
+        try:
+            files = usecases.report(name, self.store, folder,
+                                    formats=[] if format == "csv" else [format])
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
         path = files.files[format]
         return FileResponse(path, filename=path.name,
-                            content_disposition_type="inline" if inline else "attachment")
+                            content_disposition_type="inline" if inline else "attachment",
+                            background=BackgroundTask(shutil.rmtree, folder, ignore_errors=True))
 
     def cancel(self, name: str, owner: str) -> StudyRecord:
         self.owned(name, owner)
