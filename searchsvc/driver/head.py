@@ -10,6 +10,7 @@ home, :data:`STATE_FILE`) or starts a new one when it is gone. ``ray stop`` ends
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import secrets
@@ -93,12 +94,22 @@ def node_environment() -> dict[str, str] | None:
     from searchsvc.store import searchsvc_home
 
     head = read_head(searchsvc_home())
-    # Known by its folder, which each of its nodes' sockets live in: the address Ray reports
-    # names the machine's own IP, not the loopback one the head was started on.
-    if head is None or not any(str(node.get("ObjectStoreSocketName", "")).startswith(
-            head.temp_dir + os.sep) for node in ray.nodes()):
+    if head is None or not _runs_in(ray.get_runtime_context().gcs_address, head.temp_dir):
         return None
     return dict(EMBEDDED_NODE_ENV)
+
+
+@functools.lru_cache(maxsize=8)
+def _runs_in(gcs_address: str, temp_dir: str) -> bool:
+    """Whether the Ray at ``gcs_address`` is the one whose folder is ``temp_dir``, asked of
+    its GCS once (Tune asks for every trial worker it starts). Known by its folder, which each
+    of its nodes' sockets live in: the address Ray reports names the machine's own IP, not the
+    loopback one the head was started on."""
+    import ray
+
+    return any(str(node.get("ObjectStoreSocketName", "")).startswith(temp_dir + os.sep)
+               for node in ray.nodes())
+
 
 def stop_head(home: Path) -> None:
     """End the head ``home`` records, with every process of it, and forget it."""

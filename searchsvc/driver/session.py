@@ -134,7 +134,6 @@ def embedded_environment() -> dict[str, str] | None:
     return dict(_EMBEDDED["environment"])
 
 
-
 # Ray starts a worker process per CPU as soon as a driver connects, in the job's default
 # environment: a study with a code folder (a service's uploaded code, a cluster's working
 # directory) never uses them, and one without starts its trials' workers as fast on demand.
