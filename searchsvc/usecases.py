@@ -134,8 +134,11 @@ def run(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
             if on_preflight is not None:
                 on_preflight(checked)
             raise_if_failed(checked)
+        # the objective is checked once: preflight imported it in a worker (torch and the
+        # like cost the driver seconds and memory it never uses)
         study = create_study(spec, store, options, overwrite=overwrite, searcher=searcher,
-                             extra_provenance=provenance, owner=owner, search_paths=paths)
+                             extra_provenance=provenance, owner=owner, search_paths=paths,
+                             import_objective=checked is None or not checked.imported)
         if checked is not None:
             study = store.update_study(study.name, provenance={
                 **study.provenance, "preflight": checked.to_dict()})

@@ -69,6 +69,12 @@ class PreflightResult:
     def ok(self) -> bool:
         return not self.issues
 
+    @property
+    def imported(self) -> bool:
+        """Whether the objective was imported, in a worker of the study's Ray session, with
+        the study's search paths: the driver need not import it again to check it."""
+        return any(c.name == "imports" and c.ok for c in self.checks)
+
     def to_dict(self) -> dict[str, Any]:
         """What the study's provenance and report.json keep (``preflight``)."""
         return {

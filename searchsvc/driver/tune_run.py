@@ -114,6 +114,7 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     raycompat.trainables_inherit_node_environment(node_environment)
     raycompat.release_cached_workers_while(search.holds_back if search.allowance else None)
     raycompat.trials_restore_from_their_checkpoint(_restore_point)
+    raycompat.keep_workers_for(concurrency or 0)
     tuner.fit()
     if spec.resources.data_parallel:
         _wait_for_training_runs(spec.name, progress)

@@ -18,13 +18,15 @@ from ray.tune.execution.tune_controller import TrialRunnerWrapper, TuneControlle
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import AsyncHyperBandScheduler, PopulationBasedTraining
 from ray.tune.schedulers.async_hyperband import _Bracket
+from ray.tune.utils.object_cache import _ObjectCache
 
 from searchsvc.driver import raycompat
 
 OWNERS = {"_Bracket": _Bracket, "AsyncHyperBandScheduler": AsyncHyperBandScheduler,
           "PopulationBasedTraining": PopulationBasedTraining, "ActorHandle": ActorHandle,
           "TuneController": TuneController, "TrialRunnerWrapper": TrialRunnerWrapper,
-          "_ActorClassCache": _ActorClassCache, "Trial": Trial, "RayParams": RayParams}
+          "_ActorClassCache": _ActorClassCache, "Trial": Trial, "RayParams": RayParams,
+          "_ObjectCache": _ObjectCache}
 
 
 def test_the_installed_ray_is_in_the_checked_range_and_pyproject_pins_it() -> None:

@@ -96,3 +96,54 @@ def test_a_node_started_before_the_driver_loads_tune_still_holds_every_variable_
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path, env=env)
     assert "MISSING []" in done.stdout, done.stdout + done.stderr[-3000:]
+
+
+# Two stages: the search's 4 trials, then 4 seed repeats (the best 2 configurations, 2 seeds
+# each), asked for only once every trial of the search has ended, so the run passes through a
+# moment with no trial running or waiting. Every trial is a fraction of a worker's start.
+TWO_STAGES = textwrap.dedent("""
+    study: two-stages
+    objective: quick:train
+    metric: loss
+    mode: min
+    searcher: random
+    noise: {top_k: 2, seeds: 2}
+    budget: {trials: 4, max_concurrent: 2, max_steps: 2}
+    parameters:
+      x: {role: nuisance, low: 0.1, high: 1.0}
+    """)
+
+QUICK = """
+    import os
+
+    from searchsvc import sdk
+
+
+    def train(config):
+        for _ in range(2):
+            sdk.report({"loss": config["x"], "worker": float(os.getpid())})
+    """
+
+
+def _trainable_actors() -> set[str]:
+    """Every trial worker (Tune's function trainable) the shared Ray has created, live or not."""
+    from ray._private import state
+
+    return {key for key, actor in state.actors().items()
+            if str(actor.get("ActorClassName")).endswith("ImplicitFunc")}
+
+
+def test_a_study_keeps_its_two_workers_across_a_moment_with_no_trial_waiting(
+        ray_local, tmp_path: Path) -> None:
+    """Tune alone keeps one ended trial's worker when no trial waits, so the second stage
+    started a worker for its second trial, and then one for each trial after it that the kept
+    worker freed first (ended as it started). The study's workers are kept instead: the
+    whole run creates exactly its two (raycompat.keep_workers_for)."""
+    before = _trainable_actors()
+    outcome, store = run_in(tmp_path, TWO_STAGES, quick=QUICK)
+    assert outcome.study.state == "completed"
+    trials = store.get_trials("two-stages", measurements=True)
+    assert len(trials) == 8 and sum(t.repeat_of is not None for t in trials) == 4
+    assert all(t.state == TrialState.COMPLETED for t in trials)
+    assert len(_trainable_actors() - before) == 2
+    assert len({t.measurements[0].metrics["worker"] for t in trials}) == 2
