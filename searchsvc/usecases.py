@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # the types the front doors read, named here for them
     from searchsvc.driver.run import RunOutcome
     from searchsvc.report.writer import ReportFiles
     from searchsvc.searchers import Searcher
+    from searchsvc.tracking import Tracker
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,8 @@ def run(spec: StudySpec, store: Store, options: RunOptions | None = None, *,
         if checked is not None:
             study = store.update_study(study.name, provenance={
                 **study.provenance, "preflight": checked.to_dict()})
-        return _run_and_report(study, store, options, spec, searcher)
+        ran = _run_trials(study, store, options, spec, searcher)
+    return _report_run(ran, store, spec)
 
 
 def preflight(spec: StudySpec, options: RunOptions | None = None) -> PreflightResult:
@@ -219,7 +221,7 @@ def resume(name: str, store: Store, options: RunOptions | None = None, *,
     fresh = (study.state == StudyState.CREATED and "preflight" not in study.provenance
              and not store.get_trials(name))
     if not (preflight and fresh):
-        return _run_and_report(study, store, options, spec, searcher)
+        return _report_run(_run_trials(study, store, options, spec, searcher), store, spec)
     code, paths = code_path(study), objective_paths_of(study)
     with ray_session(spec, options, code=code, search_paths=paths):
         checked = run_preflight(spec, searcher=searcher, search_paths=paths, code=code,
@@ -233,30 +235,53 @@ def resume(name: str, store: Store, options: RunOptions | None = None, *,
             from searchsvc.driver.preflight import raise_if_failed
 
             raise_if_failed(checked)
-        return _run_and_report(study, store, options, spec, searcher)
+        ran = _run_trials(study, store, options, spec, searcher)
+    return _report_run(ran, store, spec)
 
 
-def _run_and_report(study: StudyRecord, store: Store, options: RunOptions,
-                    spec: StudySpec, searcher: Searcher) -> StudyRun:
-    """Run the study's unfinished trials with ``searcher`` (fresh, made from ``spec``) and
-    write its report; its experiment trackers (the spec's ``tracking:``) follow the run and
-    get the report's files at the end."""
+@dataclass(frozen=True)
+class _Ran:
+    """The trials' run ended, its report not yet written: the experiment trackers that
+    followed it are still open, to get the report's files."""
+
+    outcome: RunOutcome
+    trackers: Tracker
+
+
+def _run_trials(study: StudyRecord, store: Store, options: RunOptions,
+                spec: StudySpec, searcher: Searcher) -> _Ran:
+    """Run the study's unfinished trials with ``searcher`` (fresh, made from ``spec``); its
+    experiment trackers (the spec's ``tracking:``) follow the run. The caller ends the Ray
+    session it opened before :func:`_report_run`: the report needs no Ray, and the node's
+    processes and the driver's share of Ray's memory are gone by then."""
     from searchsvc.driver.run import run_study
     from searchsvc.driver.study import results_dir_of
-    from searchsvc.tracking import ReportFolder, open_trackers
+    from searchsvc.tracking import open_trackers
 
     trackers = open_trackers(spec, results_dir_of(study))
     try:
         outcome = run_study(study.name, store, options, spec=spec, searcher=searcher,
                             trackers=trackers)
-        files = report(study.name, store, spec=spec)
-        if trackers:
+    except BaseException:
+        trackers.close()
+        raise
+    return _Ran(outcome, trackers)
+
+
+def _report_run(ran: _Ran, store: Store, spec: StudySpec) -> StudyRun:
+    """Write the report of the run ``ran`` and hand its files to the run's trackers, which
+    end here."""
+    from searchsvc.tracking import ReportFolder
+
+    try:
+        files = report(ran.outcome.study.name, store, spec=spec)
+        if ran.trackers:
             plots = files.folder / "plots"
             attached = (*files.files.values(), *([plots] if "md" in files.files else []))
-            trackers.study_finished(outcome.study, ReportFolder(files.folder, attached))
+            ran.trackers.study_finished(ran.outcome.study, ReportFolder(files.folder, attached))
     finally:
-        trackers.close()
-    return StudyRun(outcome, files)
+        ran.trackers.close()
+    return StudyRun(ran.outcome, files)
 
 
 def report(name: str, store: StudyReader, out_dir: str | Path | None = None,
