@@ -7,6 +7,7 @@ environment."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -100,10 +101,12 @@ def test_a_node_started_before_the_driver_loads_tune_still_holds_every_variable_
 
 # Two stages: the search's 4 trials, then 4 seed repeats (the best 2 configurations, 2 seeds
 # each), asked for only once every trial of the search has ended, so the run passes through a
-# moment with no trial running or waiting. Every trial is a fraction of a worker's start.
+# moment with no trial running or waiting. The first two trials of each stage wait for each
+# other, so each stage has two workers busy at once however slowly workers start; every other
+# trial is a fraction of a worker's start.
 TWO_STAGES = textwrap.dedent("""
     study: two-stages
-    objective: quick:train
+    objective: paired:train
     metric: loss
     mode: min
     searcher: random
@@ -111,15 +114,28 @@ TWO_STAGES = textwrap.dedent("""
     budget: {trials: 4, max_concurrent: 2, max_steps: 2}
     parameters:
       x: {role: nuisance, low: 0.1, high: 1.0}
+      folder: {role: fixed, value: FOLDER}
     """)
 
-QUICK = """
+PAIRED = """
     import os
+    import time
+    from pathlib import Path
 
     from searchsvc import sdk
 
+    PAIRS = {0: 1, 1: 0, 4: 5, 5: 4}  # each stage's first two trials
+
 
     def train(config):
+        number = sdk.trial_context().number
+        folder = Path(config["folder"])
+        (folder / f"started-{number}").write_text("")
+        partner = PAIRS.get(number)
+        deadline = time.monotonic() + 240
+        while partner is not None and not (folder / f"started-{partner}").exists():
+            assert time.monotonic() < deadline, f"trial {partner} never started"
+            time.sleep(0.05)
         for _ in range(2):
             sdk.report({"loss": config["x"], "worker": float(os.getpid())})
     """
@@ -135,15 +151,16 @@ def _trainable_actors() -> set[str]:
 
 def test_a_study_keeps_its_two_workers_across_a_moment_with_no_trial_waiting(
         ray_local, tmp_path: Path) -> None:
-    """Tune alone keeps one ended trial's worker when no trial waits, so the second stage
-    started a worker for its second trial, and then one for each trial after it that the kept
-    worker freed first (ended as it started). The study's workers are kept instead: the
+    """Tune alone keeps one ended trial's worker when no trial waits: the second stage would
+    start a worker for its second trial (and, were its trials shorter than a start, one for
+    each trial after it, ended as it starts). The study's workers are kept instead: the
     whole run creates exactly its two (raycompat.keep_workers_for)."""
     before = _trainable_actors()
-    outcome, store = run_in(tmp_path, TWO_STAGES, quick=QUICK)
+    outcome, store = run_in(tmp_path, TWO_STAGES.replace("FOLDER", json.dumps(str(tmp_path))),
+                            paired=PAIRED)
     assert outcome.study.state == "completed"
     trials = store.get_trials("two-stages", measurements=True)
-    assert len(trials) == 8 and sum(t.repeat_of is not None for t in trials) == 4
+    assert [t.repeat_of is not None for t in trials] == [False] * 4 + [True] * 4
     assert all(t.state == TrialState.COMPLETED for t in trials)
     assert len(_trainable_actors() - before) == 2
     assert len({t.measurements[0].metrics["worker"] for t in trials}) == 2
