@@ -14,7 +14,6 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from scipy.stats import qmc
 
 from searchsvc.errors import SpecIssue
 from searchsvc.searchers.base import Proposal, Searcher
@@ -64,6 +63,8 @@ class QuasiRandomSearcher(Searcher):
 def halton_points(spec: StudySpec, arm: Arm, count: int) -> np.ndarray:
     """``count`` points of the arm's own scrambled Halton sequence over the nuisance unit cube
     (reproducible for the study's seed)."""
+    from scipy.stats import qmc  # all of scipy.stats (half a second): only this searcher's
+
     dims = len(nuisance_dimensions(spec))
     if dims == 0:
         return np.zeros((count, 0))
