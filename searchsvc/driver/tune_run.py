@@ -114,7 +114,9 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     raycompat.trainables_inherit_node_environment(node_environment)
     raycompat.release_cached_workers_while(search.holds_back if search.allowance else None)
     raycompat.trials_restore_from_their_checkpoint(_restore_point)
-    raycompat.keep_workers_for(concurrency or 0)
+    # Not for PBT: its paused trials' workers, reused at once, would sync a paused trial's
+    # folder while its objective may still write a checkpoint there (raycompat.workers)
+    raycompat.keep_workers_for(0 if isinstance(schedule, PopulationSchedule) else concurrency or 0)
     tuner.fit()
     if spec.resources.data_parallel:
         _wait_for_training_runs(spec.name, progress)

@@ -98,7 +98,12 @@ def keep_workers_for(concurrency: int) -> None:
     runs one trial at a time and starts a worker process per trial for nothing. Kept workers
     hold only what the study may use (``release_cached_workers_while`` ends them when it may
     not), and a waiting trial needing other resources still gets them (Tune's own rule then
-    applies). Idempotent; one study per process at a time."""
+    applies). Idempotent; one study per process at a time.
+
+    Not meant for population schedules (the caller passes 0): a reused worker's reset first
+    copies the folder of the trial it ran to the run's storage, and a paused PBT trial's
+    objective may still be writing its checkpoint there (a script's), so that a file vanishing
+    mid-copy fails the reset, and the trial it was for."""
     from ray.tune.execution.tune_controller import TuneController
     from ray.tune.utils.object_cache import _ObjectCache
 
