@@ -69,11 +69,11 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         from searchsvc.driver.tune_search import StudySearch
 
     schedule = searcher.schedule()
+    population = isinstance(schedule, PopulationSchedule)
     settings = trial_settings(
         spec, search_paths=search_paths, launch=launch_of(study),
         # PBT copies checkpoints between trials, so its objectives must save them.
-        keep_checkpoints=spec.checkpoints.keep_best is not None
-        or isinstance(schedule, PopulationSchedule))
+        keep_checkpoints=spec.checkpoints.keep_best is not None or population)
     results_dir = results_dir_of(study)
     run_name = f"run-{time.strftime('%Y%m%d-%H%M%S')}"
     storage = (results_dir / "ray").resolve()
@@ -105,8 +105,7 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
             trial_dirname_creator=_trial_dirname,
             trial_name_creator=_trial_dirname,
         ),
-        run_config=_run_config(spec, run_name, storage, callback,
-                               population=isinstance(schedule, PopulationSchedule)),
+        run_config=_run_config(spec, run_name, storage, callback, population=population),
     )
     progress.start(repeats_note(len(pending)) if isinstance(searcher, RepeatSearcher) else None)
     raycompat.tag_callbacks_without_integrations()
@@ -116,7 +115,7 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
     raycompat.trials_restore_from_their_checkpoint(_restore_point)
     # Not for PBT: its paused trials' workers, reused at once, would sync a paused trial's
     # folder while its objective may still write a checkpoint there (raycompat.workers)
-    raycompat.keep_workers_for(0 if isinstance(schedule, PopulationSchedule) else concurrency or 0)
+    raycompat.keep_workers_for(0 if population else concurrency or 0)
     tuner.fit()
     if spec.resources.data_parallel:
         _wait_for_training_runs(spec.name, progress)

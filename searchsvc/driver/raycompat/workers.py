@@ -48,6 +48,10 @@ def start_unresettable_trials_afresh() -> None:
 _holding_back: list[Callable[[], bool]] = []
 
 
+def _held_back() -> bool:
+    return any(held() for held in _holding_back)
+
+
 def release_cached_workers_while(holds_back: Callable[[], bool] | None) -> None:
     """Make Ray Tune end the idle workers it keeps for reuse while ``holds_back()`` says the
     study may start no trial (None: as Tune does).
@@ -139,11 +143,6 @@ def keep_workers_for(concurrency: int) -> None:
 
 
 _keep: list[int] = [0]
-
-
-def _held_back() -> bool:
-    return any(held() for held in _holding_back)
-
 
 
 def trainables_inherit_node_environment(
