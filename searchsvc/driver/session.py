@@ -57,7 +57,8 @@ def ray_session(spec: StudySpec, options: RunOptions, *, search_paths: Sequence[
         kwargs.update(address="local", num_cpus=options.num_cpus, num_gpus=options.num_gpus,
                       include_dashboard=False)
     try:
-        _init_ray(kwargs, embedded=not options.address)
+        _init_ray(kwargs, embedded=not options.address,
+                  state_api=spec.resources.data_parallel)
     except Exception as exc:
         where = f"at {options.address}" if options.address else "locally"
         hint = (" If the cluster uses token authentication (Ray's default since 2.60), give "
@@ -80,17 +81,18 @@ def ray_session(spec: StudySpec, options: RunOptions, *, search_paths: Sequence[
 _SLOW_NODE_START = "timed out during startup"
 
 
-def _init_ray(kwargs: dict[str, Any], *, embedded: bool) -> None:
+def _init_ray(kwargs: dict[str, Any], *, embedded: bool, state_api: bool = True) -> None:
     """``ray.init(**kwargs)``; an embedded Ray that timed out starting is stopped and started
     once more, with a line saying why (an attached cluster's failure is reported at once). An
-    embedded node starts lean (raycompat.lean_node): no autoscaler monitor, and no log monitor
-    when the driver does not show its workers' output."""
+    embedded node starts lean (raycompat.lean_node): no autoscaler monitor, no log monitor
+    when the driver does not show its workers' output, and no API server without
+    ``state_api`` (which a study's own node needs only for Ray Train)."""
     import ray
 
     from searchsvc.driver.raycompat import lean_node
 
-    lean = lean_node(show_worker_output=kwargs.get("log_to_driver", True)) if embedded else (
-        nullcontext())
+    lean = lean_node(show_worker_output=kwargs.get("log_to_driver", True),
+                     state_api=state_api) if embedded else nullcontext()
     with embedded_node_settings(embedded), lean:
         try:
             ray.init(**kwargs)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import ray
 from packaging.specifiers import SpecifierSet
+from ray._private.node import Node
 from ray._private.parameter import RayParams
 from ray.actor import ActorHandle
 from ray.tune.execution.class_cache import _ActorClassCache
@@ -26,7 +27,7 @@ OWNERS = {"_Bracket": _Bracket, "AsyncHyperBandScheduler": AsyncHyperBandSchedul
           "PopulationBasedTraining": PopulationBasedTraining, "ActorHandle": ActorHandle,
           "TuneController": TuneController, "TrialRunnerWrapper": TrialRunnerWrapper,
           "_ActorClassCache": _ActorClassCache, "Trial": Trial, "RayParams": RayParams,
-          "_ObjectCache": _ObjectCache}
+          "_ObjectCache": _ObjectCache, "Node": Node}
 
 
 def test_the_installed_ray_is_in_the_checked_range_and_pyproject_pins_it() -> None:

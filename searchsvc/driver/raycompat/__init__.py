@@ -55,6 +55,7 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("ray.air._internal.usage", "record_extra_usage_tag"), ("ray.air._internal.usage", "TagKey"),
     ("ray._private.parameter", "RayParams"),
     ("RayParams", "no_monitor"), ("RayParams", "include_log_monitor"),
+    ("ray._private.node", "Node"), ("Node", "start_api_server"),
     ("TuneController", "_maybe_cache_trial_actor"), ("TuneController", "_actor_cache"),
     ("ray.tune.utils.object_cache", "_ObjectCache"), ("_ObjectCache", "_cached_objects"),
     ("_ObjectCache", "_num_cached_objects"), ("_ObjectCache", "_max_num_objects"),

@@ -42,14 +42,20 @@ def tag_callbacks_without_integrations() -> None:
 
 
 @contextmanager
-def lean_node(*, show_worker_output: bool) -> Iterator[None]:
+def lean_node(*, show_worker_output: bool, state_api: bool = True) -> Iterator[None]:
     """Within: a node ``ray.init`` starts has no autoscaler monitor (one machine never
     autoscales) and, unless the driver shows its workers' output, no log monitor (its only
     reader): two processes that poll while the node runs, 1.3 CPU-s a minute on an idle node.
-    ``ray.init`` has no argument for either; its node parameters do."""
+    Without ``state_api``, it has no API server either: the process behind Ray's state API,
+    job submission and dashboard (started even with ``include_dashboard=False``), which costs
+    every node a second of CPU to start. Ray Train needs the state API (its placement-group
+    cleaner asks it whether the run's controller is alive), so data-parallel studies keep it.
+    ``ray.init`` has no argument for any of these; its node parameters and its node do."""
+    from ray._private.node import Node
     from ray._private.parameter import RayParams
 
     original = RayParams.__init__
+    start_api_server = Node.start_api_server
 
     def lean_init(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
@@ -57,8 +63,14 @@ def lean_node(*, show_worker_output: bool) -> Iterator[None]:
         if not show_worker_output:
             self.include_log_monitor = False
 
+    def no_api_server(self: Any, **kwargs: Any) -> None:
+        return None
+
     RayParams.__init__ = lean_init  # type: ignore[method-assign]
+    if not state_api:
+        Node.start_api_server = no_api_server  # type: ignore[method-assign]
     try:
         yield
     finally:
         RayParams.__init__ = original  # type: ignore[method-assign]
+        Node.start_api_server = start_api_server  # type: ignore[method-assign]
