@@ -35,7 +35,7 @@ class _NoValues(dict[str, Any]):
 NO_VALUES: Mapping[str, Any] = _NoValues()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Measurement:
     """Metrics an objective reported at one step of one attempt of a trial."""
 

@@ -8,7 +8,7 @@ from typing import Any
 
 # The markers are the wire format's: the store keeps values as the API sends them.
 from searchsvc.core.records import NO_VALUES
-from searchsvc.core.wire import decode_floats, encode
+from searchsvc.core.wire import NON_FINITE, decode_floats, encode
 
 
 def dumps(value: Any) -> str:
@@ -26,6 +26,23 @@ def loads_optional(text: str | None) -> Mapping[str, Any]:
     """What :func:`optional` wrote, decoded; for None, the one shared empty mapping
     (records.NO_VALUES: most measurements have neither telemetry nor dimensionality)."""
     return loads_metrics(text) if text else NO_VALUES
+
+
+def loads_optional_many(texts: list[str | None]) -> list[Mapping[str, Any]]:
+    """``[loads_optional(t) for t in texts]`` in one pass of the decoder, which then shares
+    each key's string across the mappings (a decoder call per text makes new ones each time:
+    most of a large study's telemetry in memory); a mapping is copied only to turn a
+    NaN/infinity marker back into a float."""
+    present = [t for t in texts if t]
+    decoded = iter([decoded_floats(v) for v in loads_many(present)])
+    return [next(decoded) if t else NO_VALUES for t in texts]
+
+
+def decoded_floats(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` itself, or a copy with the NaN/infinity markers turned back into floats when
+    it holds one (core.wire.decode_floats): most mappings hold none, nor need a copy."""
+    return decode_floats(values) if any(
+        isinstance(v, str) and v in NON_FINITE for v in values.values()) else values
 
 
 def loads_metrics(text: str) -> dict[str, Any]:

@@ -34,7 +34,6 @@ from searchsvc.core import (
 from searchsvc.core.direction import direction
 from searchsvc.core.judging import USABLE_STATES, Candidate, StudyCounts, best_value
 from searchsvc.core.urls import sqlite_file
-from searchsvc.core.wire import decode_floats
 from searchsvc.errors import ConflictError, NotFoundError, StoreError
 from searchsvc.store import jsonutil
 from searchsvc.store.base import (
@@ -632,20 +631,16 @@ def _read_measurements(s: Session, study_id: int, numbers: Collection[int] | Non
                        .execution_options(yield_per=_MEASUREMENT_BATCH))
     for rows in result.partitions():
         metrics = jsonutil.loads_many([r[3] for r in rows])
-        for r, values in zip(rows, metrics, strict=True):
+        telemetry = jsonutil.loads_optional_many([r[6] for r in rows])
+        dimensionality = jsonutil.loads_optional_many([r[7] for r in rows])
+        for r, values, measured, dims in zip(rows, metrics, telemetry, dimensionality,
+                                             strict=True):
             by_trial[r[0]].append(Measurement(
-                step=r[1], value=r[2], metrics=_decoded(values), attempt=r[4],
-                recorded_at=r[5], telemetry=jsonutil.loads_optional(r[6]),
-                dimensionality=jsonutil.loads_optional(r[7])))
+                step=r[1], value=r[2], metrics=jsonutil.decoded_floats(values), attempt=r[4],
+                recorded_at=r[5], telemetry=measured, dimensionality=dims))
 
 
 _MEASUREMENT_BATCH = 5000
-
-
-def _decoded(values: dict[str, Any]) -> dict[str, Any]:
-    """The decoder's own new mapping of a row's metrics, copied only when a value is one of
-    the non-finite markers to turn back into a float."""
-    return decode_floats(values) if any(isinstance(v, str) for v in values.values()) else values
 
 
 _TRIAL_COLUMNS = ("id", "study_id", "number", "state", "config", "arm", "seed", "attempts",
