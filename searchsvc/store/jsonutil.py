@@ -31,11 +31,20 @@ def loads_optional(text: str | None) -> Mapping[str, Any]:
 def loads_optional_many(texts: list[str | None]) -> list[Mapping[str, Any]]:
     """``[loads_optional(t) for t in texts]`` in one pass of the decoder, which then shares
     each key's string across the mappings (a decoder call per text makes new ones each time:
-    most of a large study's telemetry in memory); a mapping is copied only to turn a
-    NaN/infinity marker back into a float."""
-    present = [t for t in texts if t]
-    decoded = iter([decoded_floats(v) for v in loads_many(present)])
+    most of a large study's telemetry in memory), as are equal string values; a mapping is
+    copied only to turn a NaN/infinity marker back into a float."""
+    present, seen = [t for t in texts if t], {}  # type: list[str], dict[str, str]
+    decoded = iter([_shared_strings(decoded_floats(v), seen) for v in loads_many(present)])
     return [next(decoded) if t else NO_VALUES for t in texts]
+
+
+def _shared_strings(values: dict[str, Any], seen: dict[str, str]) -> dict[str, Any]:
+    """``values`` with each string value replaced, in place, by the first equal one ``seen``
+    (a worker's telemetry repeats the same few, such as its GPU's name, at every step)."""
+    for key, value in values.items():
+        if isinstance(value, str):
+            values[key] = seen.setdefault(value, value)
+    return values
 
 
 def decoded_floats(values: dict[str, Any]) -> dict[str, Any]:

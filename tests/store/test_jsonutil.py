@@ -21,13 +21,14 @@ def test_a_batch_of_optional_mappings_decodes_as_one_at_a_time_does() -> None:
     assert one_by_one[2]["step_time_s"] == math.inf
 
 
-def test_a_batch_shares_each_keys_string_across_its_mappings() -> None:
+def test_a_batch_shares_each_keys_and_each_string_values_string_across_its_mappings() -> None:
     texts = [jsonutil.optional(({"step_time_s": float(i), "gpu": "none assigned"},), 0)
              for i in range(3)]
     first, second, _ = jsonutil.loads_optional_many(texts)
     [key_1] = [k for k in first if k == "step_time_s"]
     [key_2] = [k for k in second if k == "step_time_s"]
     assert key_1 is key_2
+    assert first["gpu"] is second["gpu"] == "none assigned"  # equal string values too
     assert jsonutil.loads_optional_many([]) == []
 
 
