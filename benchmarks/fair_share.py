@@ -14,6 +14,13 @@ trial, two at a time.
     CPUs) in every 60 s window from the moment the third study is submitted until the first
     study ends (the last window may be shorter); Jain's index over the three users per window
     (target: at least 0.95 in each).
+(c) Priority. alice's 12-trial study, whose trials save a checkpoint at every step, holds both
+    CPUs (both past their first step); bob submits a 2-trial study at priority 5. From the
+    allocator's log and the store: the time from the decision that asks alice's study to give
+    slots back to her last trial's pause (target: within one checkpoint interval, a step) and
+    to the start of bob's first trial (which also waits for his driver to start); every trial
+    of alice's paused
+    (``paused`` events) resumes and completes, and every step of every trial is stored once.
 
 Repeated ``--repeats`` times, each on a fresh service; prints a table per scenario and with
 ``--json FILE`` writes every figure.
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 import time
@@ -36,6 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from searchsvc.allocation import jain_index  # noqa: E402
+from searchsvc.core import EventKind, TrialState  # noqa: E402
 from searchsvc.service.sharing import read_events  # noqa: E402
 from searchsvc.testing.served import TIMED_STUDY, Service, running_service  # noqa: E402
 
@@ -99,6 +108,43 @@ def three_users(step_s: float, big: int) -> dict[str, Any]:
     return found
 
 
+PRIORITY_STUDY = TIMED_STUDY.replace("  sleep_s:", "  checkpoint: {{role: fixed, value: true}}\n"
+                                    "  sleep_s:") + "checkpoints: {{keep_best: 1}}\n"
+
+
+def priority(step_s: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp, running_service(Path(tmp), user="alice") as s:
+        bob = s.store.create_token("bob", max_priority=5)
+        submit(s, "warm", 2, 0.0, bob)
+        wait_done(s, "warm", bob)
+        s.call("POST", "/studies?preflight=false",
+               PRIORITY_STUDY.format(name="alice-big", trials=12, step_s=step_s), token=s.token)
+        deadline = time.time() + 120
+        while sum(1 for t in s.store.get_trials("alice-big")
+                  if t.state == TrialState.RUNNING and (t.last_step or 0) >= 1) < 2:
+            if time.time() > deadline:  # both of alice's trials past their first step
+                raise TimeoutError("alice's study never ran 2 trials")
+            time.sleep(0.2)
+        submitted = time.time()
+        s.call("POST", "/studies?preflight=false&priority=5",
+               TIMED_STUDY.format(name="bob-urgent", trials=2, step_s=step_s), token=bob)
+        wait_done(s, "bob-urgent", bob)
+        wait_done(s, "alice-big", s.token)
+        asked = min(e["at"] for e in read_events(s.home / "allowances")
+                    if "alice-big" in e.get("preempted", ()))
+        first = min(t.started_at or math.inf for t in s.store.get_trials("bob-urgent"))
+        paused = s.store.get_events("alice-big", kind=EventKind.PAUSED)
+        trials = s.store.get_trials("alice-big", measurements=True)
+        once = all([m.step for m in t.measurements] == [1, 2, 3, 4] for t in trials)
+        done = all(t.state == TrialState.COMPLETED for t in trials)
+    freed = max((e.recorded_at for e in paused), default=math.nan)
+    return {"submitted_to_first_trial_s": first - submitted,
+            "asked_to_first_trial_s": first - asked, "checkpoint_interval_s": step_s,
+            "asked_to_last_pause_s": freed - asked,
+            "paused": len(paused), "paused_at_steps": sorted(e.step for e in paused),
+            "all_completed": done, "every_step_once": once}
+
+
 def fairness(spans: dict[str, list[tuple[float, float]]], start: float) -> dict[str, Any]:
     """Jain's index over the users' CPU-seconds per window, from ``start`` (when every user's
     study has been submitted) until the first user's last trial ends."""
@@ -125,17 +171,28 @@ def main() -> None:
     parser.add_argument("--step-s", type=float, default=1.0)
     parser.add_argument("--big", type=int, default=12)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--only", choices=("a", "b"), help="Run one scenario.")
+    parser.add_argument("--only", choices=("a", "b", "c"), help="Run one scenario.")
     args = parser.parse_args()
-    found: dict[str, list[Any]] = {"head_of_line": [], "three_users": []}
+    found: dict[str, list[Any]] = {"head_of_line": [], "three_users": [], "priority": []}
     for repeat in range(args.repeats):
-        if args.only != "b":
+        if args.only in (None, "c"):
+            c = priority(args.step_s)
+            found["priority"].append(c)
+            print(f"(c) run {repeat + 1}: alice's trials paused "
+                  f"{c['asked_to_last_pause_s']:.2f} s after her study was asked to give slots "
+                  f"back (checkpoint interval {c['checkpoint_interval_s']:g} s); bob's first "
+                  f"trial {c['asked_to_first_trial_s']:.1f} s after the ask, "
+                  f"{c['submitted_to_first_trial_s']:.1f} s after he submitted; {c['paused']} "
+                  f"of alice's trials paused at steps "
+                  f"{c['paused_at_steps']}; all completed: {c['all_completed']}; every step "
+                  f"stored once: {c['every_step_once']}", flush=True)
+        if args.only in (None, "a"):
             a = head_of_line(args.step_s)
             found["head_of_line"].append(a)
             print(f"(a) run {repeat + 1}: bob alone {a['alone_s']:.1f} s, beside alice's 24 "
                   f"trials {a['with_big_s']:.1f} s: {a['ratio']:.2f}x (alice had "
                   f"{a['big_trials_left_when_small_ended']} trials left)", flush=True)
-        if args.only != "a":
+        if args.only in (None, "b"):
             b = three_users(args.step_s, args.big)
             found["three_users"].append(b)
             print(f"(b) run {repeat + 1}: Jain's index per {WINDOW_S:g} s window: "

@@ -145,13 +145,18 @@ def noisy_true_loss(variant: str, x: float) -> float:
 def noisy(config: dict) -> None:
     """Reports ``loss`` each step, converging to :func:`noisy_true_loss` plus a per-seed
     offset drawn with sd :data:`NOISY_SIGMA` (initialisation luck), so repeats of one config
-    scatter with exactly that sigma. ``sleep_s`` (optional) slows each step for kill tests."""
+    scatter with exactly that sigma. ``sleep_s`` (optional) slows each step for kill tests;
+    ``checkpoint`` (optional) saves the step as the trial's checkpoint at every report and goes
+    on from a restored one (a study that keeps checkpoints can then pause and resume it)."""
     import time
 
     steps = sdk.max_steps(3)
     rng = random.Random(sdk.trial_context().seed)
     final = noisy_true_loss(str(config["variant"]), float(config["x"])) + rng.gauss(
         0, NOISY_SIGMA)
-    for step in range(1, steps + 1):
+    saves = bool(config.get("checkpoint", False))
+    restored = sdk.restore() if saves else None
+    for step in range(int(restored["step"]) + 1 if restored else 1, steps + 1):
         time.sleep(float(config.get("sleep_s", 0.0)))
-        sdk.report({"loss": final + 0.5 * math.exp(-3.0 * step / steps) - 0.5 * math.exp(-3.0)})
+        loss = final + 0.5 * math.exp(-3.0 * step / steps) - 0.5 * math.exp(-3.0)
+        sdk.report({"loss": loss}, state=(lambda step=step: {"step": step}) if saves else None)

@@ -763,6 +763,10 @@ def serve(
         min=0, max=19, help="Nice value of each study's driver and the Ray it starts (its "
         "whole session): the API stays responsive while studies run. 0 runs them at the "
         "service's own priority, for a machine other work keeps busy [default: 10].")] = None,
+    preemption: Annotated[bool, typer.Option(
+        help="A study of higher priority has running trials of lower ones pause at their next "
+        "checkpoint, to resume from it later; off: they finish first. Trials that report no "
+        "checkpoint always finish first.")] = True,
     max_trials: Annotated[int | None, typer.Option(
         help="Trials one study may ask for [default: 10000].")] = None,
     max_parameters: Annotated[int | None, typer.Option(
@@ -801,7 +805,7 @@ def serve(
     store = _store(storage, store_outage)
     runner = StudyRunner(store, address=address, max_running=max_running,
                                num_cpus=num_cpus, logs=searchsvc_home() / "service-logs",
-                               home=searchsvc_home(),
+                               home=searchsvc_home(), preemption=preemption,
                                **({} if driver_niceness is None
                                   else {"driver_niceness": driver_niceness}))
     api = create_app(store, config, runner)

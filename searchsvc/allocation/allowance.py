@@ -1,5 +1,7 @@
 """A study's allowance as its driver receives it: the number of trials it may run at once,
-written by the service's allocator to a file the driver names in :data:`ALLOWANCE_ENV`.
+written by the service's allocator to a file the driver names in :data:`ALLOWANCE_ENV`, and
+whether the study is to give back the slots above it now (``preempt``: pause trials at their
+next checkpoint for a study of higher priority) rather than as its trials end.
 
 The file is replaced whole (write beside, then rename), so a reader sees the old number or the
 new one. A driver without the variable, or before the file exists, runs as many trials as its
@@ -10,17 +12,28 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 ALLOWANCE_ENV = "SEARCHSVC_ALLOWANCE_FILE"
 
 
-def write_allowance(path: Path, trials: int, *, why: str = "") -> None:
-    """Set the allowance in ``path`` to ``trials`` (``why``: what the driver shows)."""
+class Allowance(NamedTuple):
+    """How many trials a study may run at once; ``why``: what its driver shows; ``preempt``:
+    running trials above ``trials`` pause at their next checkpoint instead of finishing."""
+
+    trials: int
+    why: str = ""
+    preempt: bool = False
+
+
+def write_allowance(path: Path, trials: int, *, why: str = "", preempt: bool = False) -> None:
+    """Set the allowance in ``path`` to ``trials`` (``why``: what the driver shows;
+    ``preempt``: see :class:`Allowance`)."""
     if trials < 0:
         raise ValueError(f"an allowance is at least 0 trials (got {trials})")
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(json.dumps({"trials": trials, "why": why}))
+    partial.write_text(json.dumps({"trials": trials, "why": why, "preempt": preempt}))
     os.replace(partial, path)
 
 
@@ -28,15 +41,15 @@ class AllowanceReader:
     """The allowance in one file, read again only when the file changed (a driver asks before
     every trial it starts).
 
-    Calling it gives ``(trials, why)``, or None while there is no file (no limit). A file that
-    cannot be read keeps the last allowance read."""
+    Calling it gives the :class:`Allowance`, or None while there is no file (no limit). A file
+    that cannot be read keeps the last allowance read."""
 
     def __init__(self, path: Path):
         self.path = path
         self._stamp: tuple[int, int] | None = None
-        self._last: tuple[int, str] | None = None
+        self._last: Allowance | None = None
 
-    def __call__(self) -> tuple[int, str] | None:
+    def __call__(self) -> Allowance | None:
         try:
             stat = self.path.stat()
         except FileNotFoundError:
@@ -45,7 +58,8 @@ class AllowanceReader:
         if stamp != self._stamp:
             try:
                 data = json.loads(self.path.read_text())
-                self._last = (int(data["trials"]), str(data.get("why", "")))
+                self._last = Allowance(int(data["trials"]), str(data.get("why", "")),
+                                       bool(data.get("preempt", False)))
                 self._stamp = stamp
             except (OSError, ValueError, KeyError, TypeError):
                 pass  # replaced while read, or not ours: ask again next time

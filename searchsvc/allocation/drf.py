@@ -108,6 +108,20 @@ def allocate(capacity: Resources, claims: Sequence[Claim],
             held[chosen.user][key] = held[chosen.user].get(key, 0.0) + amount
 
 
+def preempted(claims: Sequence[Claim], slots: Mapping[str, int],
+              running: Mapping[str, int]) -> set[str]:
+    """The studies that give back the slots above their allowance ``slots`` now, pausing
+    trials at their next checkpoint: those running more trials than their allowance while a
+    study of higher priority has an allowance above its ``running`` trials (it waits for what
+    they hold). Between equal priorities, shares even out as trials end, never by pausing."""
+    waiting = [c.priority for c in claims if slots.get(c.study, 0) > running.get(c.study, 0)]
+    if not waiting:
+        return set()
+    top = max(waiting)
+    return {c.study for c in claims
+            if running.get(c.study, 0) > slots.get(c.study, 0) and c.priority < top}
+
+
 def _room(quota: Resources | None, held: Resources) -> Resources | None:
     if quota is None:
         return None

@@ -49,6 +49,10 @@ class EventKind(StrEnum):
     # folder where the run keeps it), attempt. A resumed study restores an interrupted trial
     # from its attempt's last one.
     CHECKPOINT = "checkpoint"
+    # The trial paused at a step whose report carried a checkpoint, giving its slot to a study
+    # of higher priority on a shared cluster; it resumes from that checkpoint. data: reason,
+    # allowance, running (the study's running trials when it paused)
+    PAUSED = "paused"
 
 
 # The trial number of an event about the whole study rather than one trial.

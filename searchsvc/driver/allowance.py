@@ -3,16 +3,17 @@ read before each trial starts and said on the study's progress whenever it chang
 
 from __future__ import annotations
 
-from searchsvc.allocation.allowance import AllowanceReader, reader_from_environment
+from searchsvc.allocation.allowance import Allowance, AllowanceReader, reader_from_environment
 from searchsvc.driver.progress import Progress
 
 
 class AllowanceGate:
-    """How many trials the study may run at once now (None: no allowance given)."""
+    """How many trials the study may run at once now (None: no allowance given), and whether
+    the trials above it are to pause at their next checkpoint (:attr:`preempt`)."""
 
     def __init__(self, reader: AllowanceReader, progress: Progress):
         self.reader, self.progress = reader, progress
-        self._said: tuple[int, str] | None = None
+        self._said: Allowance | None = None
 
     def __call__(self) -> int | None:
         got = self.reader()
@@ -20,10 +21,17 @@ class AllowanceGate:
             return None
         if got != self._said:
             self._said = got
-            trials, why = got
-            self.progress.note(f"shared cluster: this study may run {trials} trial(s) at once"
-                               + (f" ({why})" if why else ""))
-        return got[0]
+            self.progress.note(f"shared cluster: this study may run {got.trials} trial(s) at "
+                               "once" + (f" ({got.why})" if got.why else "")
+                               + ("; trials above it pause at their next checkpoint for a "
+                                  "study of higher priority" if got.preempt else ""))
+        return got.trials
+
+    @property
+    def preempt(self) -> bool:
+        """Whether the allowance last read asks for trials above it to pause now."""
+        got = self.reader()
+        return got is not None and got.preempt
 
 
 def allowance_gate(progress: Progress) -> AllowanceGate | None:

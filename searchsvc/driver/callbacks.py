@@ -274,6 +274,16 @@ class StoreCallback(PicklesDetached, tune.Callback):
         self.store.record_event(self.study.id, state.number, EventKind.EXPLOIT, step=step,
                                 data=data)
 
+    def paused(self, trial: Any, step: int, data: dict[str, Any]) -> None:
+        """``trial`` pauses at ``step``, its checkpoint, for a study of higher priority."""
+        state = self.running.get(trial.trial_id)
+        if state is None:
+            return
+        self.store.record_event(self.study.id, state.number, EventKind.PAUSED, step=step,
+                                data=data)
+        self.progress.note(f"trial {state.number} pauses at step {step} (its checkpoint) for "
+                           f"{data.get('reason', 'another study')}; it resumes from there")
+
     def interrupt_all(self) -> None:
         """Mark every trial still running as interrupted (the run is being stopped)."""
         self.writer.interrupt(list(self.running.values()))

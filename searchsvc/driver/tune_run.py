@@ -64,6 +64,7 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         from searchsvc.driver import raycompat
         from searchsvc.driver.allowance import allowance_gate
         from searchsvc.driver.callbacks import StoreCallback
+        from searchsvc.driver.preemption import Preemption, preempting
         from searchsvc.driver.schedulers import StudyStopping, create_scheduler
         from searchsvc.driver.settings import trial_settings
         from searchsvc.driver.tune_search import StudySearch
@@ -83,10 +84,13 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         produced=any(t.state in USABLE_STATES for t in store.get_trials(study.name)),
         oom_retries=oom_retries, resources=spec.resources)
     scheduler = create_scheduler(schedule, spec, callback)
+    gate = allowance_gate(progress)
+    if gate is not None:  # on a shared cluster: trials may pause for a higher priority
+        scheduler = preempting(scheduler, Preemption(gate, callback))
     concurrency = _concurrent_trials(spec)
     search = StudySearch(searcher, pending, spec.metric, spec.mode,
                          then=_next_stage(then, callback, progress),
-                         allowance=allowance_gate(progress), concurrency=concurrency,
+                         allowance=gate, concurrency=concurrency,
                          restore_points=restore_points)
     if isinstance(scheduler, StudyStopping):  # earlier runs' results fill each arm's state
         for observation in history:

@@ -48,7 +48,8 @@ class StudyRunner:
     def __init__(self, store: Store, *, address: str | None = None,
                  max_running: int = MAX_RUNNING,
                  num_cpus: int | None = None, logs: Path | None = None, poll_s: float = 0.5,
-                 driver_niceness: int = DRIVER_NICENESS, home: Path | None = None):
+                 driver_niceness: int = DRIVER_NICENESS, home: Path | None = None,
+                 preemption: bool = True):
         if not 0 <= driver_niceness <= 19:
             raise ValueError(f"driver niceness must be in 0..19 (got {driver_niceness})")
         self.driver_niceness = driver_niceness
@@ -60,7 +61,10 @@ class StudyRunner:
         self.head: Any = None  # a searchsvc.driver.head.Head once started or attached
         self.cluster = ClusterView(address, num_cpus)  # what the studies will run on
         # How the studies share it (with somewhere to write their drivers' allowances).
-        self.shares = ClusterShares(home / "allowances") if home is not None else None
+        # ``preemption``: a study of higher priority has lower ones pause trials at their next
+        # checkpoint (driver/preemption.py) instead of waiting for them to end.
+        self.shares = (ClusterShares(home / "allowances", preemption=preemption)
+                       if home is not None else None)
         self.running: dict[str, subprocess.Popen] = {}
         self.failed_launches: dict[str, int] = {}  # a study's driver exits in error, in a row
         self._lock = threading.Lock()

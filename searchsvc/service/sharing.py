@@ -6,7 +6,9 @@ Allowances are recomputed when something changes: a study arrives or ends, a tri
 ends (a study's running count moves), or the cluster's CPUs and GPUs change; not on a clock,
 so that two users whose usage runs level do not trade a slot back and forth. Each decision is
 one JSON line of ``events.jsonl`` in the allowances folder: when, why, every study's allowance
-and running trials, and which allowances changed."""
+and running trials, which allowances changed, and which studies are to pause trials at their
+next checkpoint for a study of higher priority (``preempted``; with ``preemption`` off, none:
+their trials finish first)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from searchsvc.allocation import Claim, Policy, accrue, allocate
+from searchsvc.allocation import Claim, Policy, accrue, allocate, preempted
 from searchsvc.allocation.allowance import write_allowance
 from searchsvc.core import StudyRecord
 from searchsvc.spec import spec_of
@@ -76,10 +78,12 @@ class ClusterShares:
     """Allowances for the studies a service runs, in ``folder`` (one file per study, read by its
     driver: searchsvc.allocation.allowance), and the log of how they were decided."""
 
-    def __init__(self, folder: Path, *, clock: Callable[[], float] = time.time):
-        self.folder, self.clock = folder, clock
+    def __init__(self, folder: Path, *, clock: Callable[[], float] = time.time,
+                 preemption: bool = True):
+        self.folder, self.clock, self.preemption = folder, clock, preemption
         self.policy = Policy()
         self.allowances: dict[str, int] = {}
+        self.preempted: set[str] = set()
         self._seen: tuple[Any, ...] | None = None
         self._holdings: dict[str, Holding] = {}
         self._capacity: dict[str, float] = {}
@@ -106,15 +110,19 @@ class ClusterShares:
         if seen == self._seen:
             return
         self._seen = seen
-        decided = allocate(capacity, [h.claim for h in holdings.values()], self.policy)
+        claims = [h.claim for h in holdings.values()]
+        decided = allocate(capacity, claims, self.policy)
+        pausing = (preempted(claims, decided, {n: h.running for n, h in holdings.items()})
+                   if self.preemption else set())
         changed = {name: [self.allowances.get(name), n] for name, n in decided.items()
                    if self.allowances.get(name) != n}
         for name, trials in decided.items():
-            if name in changed:
-                write_allowance(self.file_for(name), trials, why=self._why(name, decided))
+            if name in changed or (name in pausing) != (name in self.preempted):
+                write_allowance(self.file_for(name), trials, why=self._why(name, decided),
+                                preempt=name in pausing)
         for name in set(self.allowances) - set(decided):
             self.file_for(name).unlink(missing_ok=True)
-        self.allowances = decided
+        self.allowances, self.preempted = decided, pausing
         if decided or changed:  # nothing to run and nothing taken back: nothing to log
             self._log(now, decided, changed)
 
@@ -177,6 +185,7 @@ class ClusterShares:
                                "running": h.running, "allowance": decided[name]}
                         for name, h in sorted(self._holdings.items())},
             "changed": dict(changed),
+            "preempted": sorted(self.preempted),
             "used": dict(self.policy.used),
         }
         with (self.folder / EVENTS).open("a") as log:

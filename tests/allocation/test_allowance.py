@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.allocation.allowance import AllowanceReader, write_allowance
+from searchsvc.allocation.allowance import Allowance, AllowanceReader, write_allowance
 
 
 def test_the_driver_reads_each_new_allowance_and_keeps_the_last_through_a_bad_file(
@@ -17,12 +17,12 @@ def test_the_driver_reads_each_new_allowance_and_keeps_the_last_through_a_bad_fi
     reader = AllowanceReader(path)
     assert reader() is None  # no file: no limit
     write_allowance(path, 2)
-    assert reader() == (2, "")
-    write_allowance(path, 1, why="1 of 2 slot(s)")
-    assert reader() == (1, "1 of 2 slot(s)")
+    assert reader() == Allowance(2, "", preempt=False)
+    write_allowance(path, 1, why="1 of 2 slot(s)", preempt=True)
+    assert reader() == Allowance(1, "1 of 2 slot(s)", preempt=True)
     path.write_text("not an allowance")
-    assert reader() == (1, "1 of 2 slot(s)")  # kept; asked again next time
+    assert reader() == Allowance(1, "1 of 2 slot(s)", preempt=True)  # kept; asked again later
     write_allowance(path, 0)
-    assert reader() == (0, "")
+    assert reader() == Allowance(0, "", preempt=False)
     with pytest.raises(ValueError, match="got -1"):
         write_allowance(path, -1)

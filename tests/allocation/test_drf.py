@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from searchsvc.allocation import Claim, Policy, accrue, allocate, dominant_share, jain_index
+from searchsvc.allocation.drf import preempted
 
 CPU1 = {"CPU": 1.0}
 
@@ -59,6 +60,26 @@ def test_a_users_studies_share_that_users_part() -> None:
 def test_a_higher_priority_takes_what_it_can_use_first() -> None:
     got = allocate({"CPU": 4}, [claim("low", "alice", 4), claim("high", "bob", 3, priority=5)])
     assert got == {"low": 1, "high": 3}
+
+
+def test_a_lower_priority_gives_back_at_checkpoints_only_what_a_higher_one_waits_for() -> None:
+    low, high = claim("low", "alice", 4), claim("high", "bob", 3, priority=5)
+    slots = allocate({"CPU": 4}, [low, high])
+    # bob's study just arrived: alice's 4 running trials hold what it was given
+    assert preempted([low, high], slots, {"low": 4, "high": 0}) == {"low"}
+    # once bob runs his 3, alice's 4th trial is gone and nothing is waiting
+    assert preempted([low, high], slots, {"low": 1, "high": 3}) == set()
+    # equal priorities: a new user's share comes as trials end, never by pausing
+    alice, bob = claim("a", "alice", 4), claim("b", "bob", 4)
+    even = allocate({"CPU": 4}, [alice, bob])
+    assert even == {"a": 2, "b": 2}
+    assert preempted([alice, bob], even, {"a": 4, "b": 0}) == set()
+    # a middle priority above its allowance gives back to the top one, not to the bottom one
+    top, middle = claim("top", "carol", 2, priority=9), claim("mid", "dave", 4, priority=3)
+    bottom = claim("bottom", "erin", 4)
+    slots = {"top": 2, "mid": 2, "bottom": 0}
+    assert preempted([top, middle, bottom], slots, {"top": 0, "mid": 4, "bottom": 0}) == {"mid"}
+    assert preempted([top, middle, bottom], slots, {"top": 2, "mid": 2, "bottom": 0}) == set()
 
 
 def test_a_quota_caps_a_user_even_on_an_idle_cluster() -> None:

@@ -4,11 +4,12 @@ written where the drivers read them, and logged with what changed."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import textwrap
 from pathlib import Path
 
-from searchsvc.allocation.allowance import AllowanceReader
+from searchsvc.allocation.allowance import Allowance, AllowanceReader
 from searchsvc.core import StudyRecord, StudyState
 from searchsvc.service.sharing import (
     ClusterShares,
@@ -67,13 +68,13 @@ def test_a_second_user_gets_half_and_the_first_drivers_file_says_so(tmp_path: Pa
     shares.update([big], capacity)
     assert shares.allowances == {"big": 2}
     alice = AllowanceReader(shares.file_for("big"))
-    assert alice() == (2, "")
+    assert alice() == Allowance(2, "")
 
     clock.now += 3
     small = study("small", "bob", trials=2, created=2.0)
     shares.update([big, small], capacity)
     assert shares.allowances == {"big": 1, "small": 1}
-    assert alice() == (1, "1 of 2 slot(s) while 1 other user(s) have studies running")
+    assert alice() == Allowance(1, "1 of 2 slot(s) while 1 other user(s) have studies running")
     assert AllowanceReader(shares.file_for("small"))()[0] == 1  # type: ignore[index]
 
     # Nothing changed: no new decision, however often the service asks.
@@ -93,6 +94,31 @@ def test_a_second_user_gets_half_and_the_first_drivers_file_says_so(tmp_path: Pa
     assert shares.allowances == {"big": 2}
     assert not shares.file_for("small").exists()
     assert read_events(tmp_path)[-1]["changed"] == {"big": [1, 2]}
+
+
+def test_a_higher_priority_asks_the_lower_to_pause_at_checkpoints_until_it_runs(
+        tmp_path: Path) -> None:
+    capacity = {"CPU": 2.0, "GPU": 0.0}
+    low = study("low", "alice", trials=24, running=2, created=1.0)
+    high = dataclasses.replace(study("high", "bob", trials=2, created=2.0),
+                               provenance={"priority": 5})
+    shares = ClusterShares(tmp_path)
+    shares.update([low, high], capacity)
+    assert shares.allowances == {"low": 0, "high": 2}
+    assert AllowanceReader(shares.file_for("low"))().preempt  # type: ignore[union-attr]
+    assert not AllowanceReader(shares.file_for("high"))().preempt  # type: ignore[union-attr]
+    assert read_events(tmp_path)[-1]["preempted"] == ["low"]
+    # alice's trials paused and bob's run: nothing more to give back, though the numbers stay
+    running_high = dataclasses.replace(high, trial_counts={"running": 2})
+    shares.update([dataclasses.replace(low, trial_counts={}), running_high], capacity)
+    assert shares.allowances == {"low": 0, "high": 2}
+    assert not AllowanceReader(shares.file_for("low"))().preempt  # type: ignore[union-attr]
+    assert read_events(tmp_path)[-1]["preempted"] == []
+    # with preemption off, alice's trials finish first: nobody is asked to pause
+    calm = ClusterShares(tmp_path / "calm", preemption=False)
+    calm.update([low, high], capacity)
+    assert calm.allowances == {"low": 0, "high": 2}
+    assert not AllowanceReader(calm.file_for("low"))().preempt  # type: ignore[union-attr]
 
 
 def test_nothing_is_decided_before_the_cluster_is_known(tmp_path: Path) -> None:
