@@ -29,9 +29,8 @@ class AllowanceGate:
 
     @property
     def preempt(self) -> bool:
-        """Whether the allowance last read asks for trials above it to pause now."""
-        got = self.reader()
-        return got is not None and got.preempt
+        """Whether the allowance the last call read asks for trials above it to pause now."""
+        return self._said is not None and self._said.preempt
 
 
 def allowance_gate(progress: Progress) -> AllowanceGate | None:

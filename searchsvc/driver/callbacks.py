@@ -257,32 +257,32 @@ class StoreCallback(PicklesDetached, tune.Callback):
 
     def stopped_early(self, trial: Any, step: int, data: dict[str, Any]) -> None:
         """A scheduler stopped ``trial`` at ``step`` (it will complete as pruned)."""
-        state = self.running.get(trial.trial_id)
-        if state is None:
-            return
-        why = stop_reason(data, self.metric)
-        state.stopped_early = (
-            f"stopped early by {data.get('scheduler', 'the scheduler')} at step {step}: {why}")
-        self.store.record_event(self.study.id, state.number, EventKind.STOPPED_EARLY, step=step,
-                                data=data)
+        state = self._record_event(trial, EventKind.STOPPED_EARLY, step, data)
+        if state is not None:
+            why = stop_reason(data, self.metric)
+            state.stopped_early = (f"stopped early by {data.get('scheduler', 'the scheduler')} "
+                                   f"at step {step}: {why}")
 
     def exploited(self, trial: Any, step: int, data: dict[str, Any]) -> None:
         """PBT replaced ``trial``'s weights and config with a perturbed copy of another's."""
-        state = self.running.get(trial.trial_id)
-        if state is None:
-            return
-        self.store.record_event(self.study.id, state.number, EventKind.EXPLOIT, step=step,
-                                data=data)
+        self._record_event(trial, EventKind.EXPLOIT, step, data)
 
     def paused(self, trial: Any, step: int, data: dict[str, Any]) -> None:
         """``trial`` pauses at ``step``, its checkpoint, for a study of higher priority."""
+        state = self._record_event(trial, EventKind.PAUSED, step, data)
+        if state is not None:
+            self.progress.note(f"trial {state.number} pauses at step {step} (its checkpoint) "
+                               f"for {data.get('reason', 'another study')}; it resumes from "
+                               "there")
+
+    def _record_event(self, trial: Any, kind: EventKind, step: int,
+                      data: dict[str, Any]) -> RunningTrial | None:
+        """Store what a scheduler did to ``trial`` at ``step``; its running state, or None
+        (and nothing stored) when it is not one of this run's running trials."""
         state = self.running.get(trial.trial_id)
-        if state is None:
-            return
-        self.store.record_event(self.study.id, state.number, EventKind.PAUSED, step=step,
-                                data=data)
-        self.progress.note(f"trial {state.number} pauses at step {step} (its checkpoint) for "
-                           f"{data.get('reason', 'another study')}; it resumes from there")
+        if state is not None:
+            self.store.record_event(self.study.id, state.number, kind, step=step, data=data)
+        return state
 
     def interrupt_all(self) -> None:
         """Mark every trial still running as interrupted (the run is being stopped)."""

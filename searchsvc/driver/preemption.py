@@ -49,17 +49,18 @@ class Preemption(PicklesDetached):
         self.gate, self.events = gate, events
         self.pausing: set[str] = set()  # ids of trials paused here, until they run again
 
-    def running(self, tune_controller: Any) -> int:
-        """Trials running now, those already told to pause left out."""
-        return sum(1 for t in tune_controller.get_live_trials()
-                   if t.status == Trial.RUNNING and t.trial_id not in self.pausing)
+    def running(self, tune_controller: Any, *, pausing: bool = False) -> int:
+        """Trials running now; those already told to pause (still saving their checkpoint,
+        their resources still held) only with ``pausing``."""
+        return sum(1 for t in tune_controller.get_live_trials() if t.status == Trial.RUNNING
+                   and (pausing or t.trial_id not in self.pausing))
 
     def pauses(self, tune_controller: Any, trial: Any, result: dict[str, Any]) -> bool:
         """Whether ``trial`` pauses at ``result``: it carries a checkpoint, the allowance asks
         for trials to be given back, and the study runs more than it allows."""
         if not result.get(SHOULD_CHECKPOINT):
             return False
-        allowed = self.gate()
+        allowed = self.gate()  # reads the allowance that `preempt` then says about
         if allowed is None or not self.gate.preempt:
             return False
         running = self.running(tune_controller)
@@ -75,8 +76,7 @@ class Preemption(PicklesDetached):
         allowed = self.gate()
         if allowed is None:
             return False
-        running = sum(1 for t in tune_controller.get_live_trials() if t.status == Trial.RUNNING)
-        return running >= allowed
+        return self.running(tune_controller, pausing=True) >= allowed
 
     def resumed(self, trial: Any) -> None:
         self.pausing.discard(trial.trial_id)
