@@ -30,10 +30,12 @@ def searchsvc(*args: str, home: Path, cwd: Path, **kwargs: Any) -> subprocess.Po
 
 def kill_and_resume(folder: Path, study: str, *, start_timeout_s: float = 180,
                     resume_timeout_s: float = 300,
-                    until: Callable[[SqlStore], bool] | None = None) -> tuple[SqlStore, str]:
+                    until: Callable[[SqlStore], bool] | None = None,
+                    between: Callable[[], None] | None = None) -> tuple[SqlStore, str]:
     """Run ``folder/study.yaml`` (study name ``study``; home ``folder/home``), kill it once two
-    trials have completed and another has reported (or once ``until(store)``), and resume it
-    to the end. Returns the store and the resume's output; fails when either run does."""
+    trials have completed and another has reported (or once ``until(store)``), call
+    ``between()`` if given, and resume it to the end. Returns the store and the resume's
+    output; fails when either run does."""
     home = folder / "home"
     store = SqlStore(f"sqlite:///{home / 'searchsvc.db'}")
     proc = searchsvc("run", "study.yaml", "--num-cpus", "2", "--no-preflight", home=home,
@@ -55,6 +57,8 @@ def kill_and_resume(folder: Path, study: str, *, start_timeout_s: float = 180,
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
+    if between is not None:
+        between()
     resume = searchsvc("resume", study, "--num-cpus", "2", home=home, cwd=folder)
     output, _ = resume.communicate(timeout=resume_timeout_s)
     assert resume.returncode == 0, output

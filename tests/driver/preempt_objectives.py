@@ -6,7 +6,9 @@ allocator does when a study of higher priority arrives, and both trials wait the
 the first reports the driver takes in under the new allowance are step 3's, which carry no
 checkpoint, then step 4's, which do. Every report says
 the step its trial resumed from (0: none) and whether the other trial has reached its last
-step."""
+step. With ``hold_at: N`` in its config, a trial that has not been restored waits at step N
+(until its process is killed): the killed-driver test stops the study with one trial paused
+and the other still short of its end."""
 
 from __future__ import annotations
 
@@ -57,6 +59,8 @@ def train(config: dict) -> None:
                 write_allowance(allowance, 1, why="a study of higher priority arrived",
                                 preempt=True)
             _wait_until(lambda: _preempting(allowance), "the new allowance")
+        if step == config.get("hold_at") and not restored:
+            _wait_until(lambda: False, "the driver to be killed")
         time.sleep(0.2)
         if step == 6:
             (folder / f"done-{context.number}").touch()

@@ -4,7 +4,9 @@ trial at its next report that carries a checkpoint (never at one that does not),
 other to its end, and only then resumes the paused one from that checkpoint: every step
 stored once.
 The objective (preempt_objectives.py) holds both trials until the allowance has changed, so
-the order in which their reports arrive decides only which one pauses."""
+the order in which their reports arrive decides only which one pauses.
+A driver killed while one trial is paused (the other held short of its end) resumes both from
+their last checkpoints with `searchsvc resume`: every step stored once."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from searchsvc.driver import RunOptions, create_study, run_study
 from searchsvc.searchers import create_searcher
 from searchsvc.store import SqlStore
 from searchsvc.usecases import validate_text
+from tests.killed import kill_and_resume
 
 pytestmark = pytest.mark.slow
 
@@ -36,6 +39,7 @@ parameters:
   allowance_file: {{value: "{allowance}"}}
   store: {{value: "{store}"}}
 """
+
 
 
 def test_a_trial_pauses_at_its_next_checkpoint_and_resumes_from_it(
@@ -74,3 +78,35 @@ def test_a_trial_pauses_at_its_next_checkpoint_and_resumes_from_it(
         [1.0] * (6 - pause.step))
     other = trials[1 - pause.number]
     assert {m.metrics["resumed_from"] for m in other.measurements} == {0.0}
+
+
+def test_a_killed_drivers_paused_trial_resumes_from_its_checkpoint(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    allowance = tmp_path / "allowances" / "low.json"
+    write_allowance(allowance, 2)
+    monkeypatch.setenv(ALLOWANCE_ENV, str(allowance))  # the CLI's driver reads it
+    folder = tmp_path / "barrier"
+    folder.mkdir()
+    url = f"sqlite:///{tmp_path / 'home' / 'searchsvc.db'}"
+    # Both trials hold at step 5 until the kill: one paused at step 4, the other running.
+    (tmp_path / "study.yaml").write_text(
+        STUDY.format(folder=folder, allowance=allowance, store=url)
+        + "  hold_at: {value: 5}\n")
+
+    def one_paused_the_other_checkpointed(store: SqlStore) -> bool:
+        events = store.get_events("low")
+        return (any(e.kind == EventKind.PAUSED for e in events)
+                and {e.number for e in events if e.kind == EventKind.CHECKPOINT
+                     and e.step == 4} == {0, 1})
+
+    store, _ = kill_and_resume(  # resumed as the allocator would once the other study ends
+        tmp_path, "low", until=one_paused_the_other_checkpointed,
+        between=lambda: write_allowance(allowance, 2))
+    trials = store.get_trials("low", measurements=True)
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * 2
+    [pause] = store.get_events("low", kind=EventKind.PAUSED)
+    assert pause.step == 4
+    for t in trials:  # both went on from step 4's checkpoint, every step stored once
+        final = [m for m in t.measurements if m.attempt == t.attempts]
+        assert t.attempts == 2 and [m.step for m in final] == [1, 2, 3, 4, 5, 6], t.number
+        assert [m.metrics["resumed_from"] for m in final] == [0.0] * 4 + [4.0] * 2

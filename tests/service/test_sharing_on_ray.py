@@ -1,20 +1,28 @@
 """Two users share the service's one Ray (`searchsvc serve` with its default number of studies
 at once, 2 CPUs): alice's big study runs on both CPUs; bob submits a small one while it runs and
 gets a slot when one of alice's trials ends, instead of waiting for her study to end. Checked on
-the allocator's logged decisions and on the order the store recorded, not on durations."""
+the allocator's logged decisions and on the order the store recorded, not on durations.
+A service killed (with its drivers and its Ray) while a study of higher priority holds a slot
+one of alice's trials gave up at a checkpoint: restarted, it resumes both studies, and the
+paused trial goes on from that checkpoint with every step stored once."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
 
+from searchsvc.core import EventKind, TrialState
+from searchsvc.driver.head import processes_naming
 from searchsvc.service.sharing import read_events
 from searchsvc.testing.served import TIMED_STUDY, running_service
+from searchsvc.usecases import stop_ray_head
 
 pytestmark = pytest.mark.slow
-
 
 
 def test_a_small_study_gets_a_slot_when_a_big_ones_trial_ends(tmp_path: Path) -> None:
@@ -51,3 +59,62 @@ def test_a_small_study_gets_a_slot_when_a_big_ones_trial_ends(tmp_path: Path) ->
     small = service.store.get_trials("small")
     assert len(big) == 16 and len(small) == 2
     assert max(t.finished_at or 0 for t in small) < max(t.started_at or 0 for t in big)
+
+
+# TIMED_STUDY whose trials save their step as a checkpoint at every report, 8 steps each.
+CHECKPOINTED = TIMED_STUDY.replace("  sleep_s:", "  checkpoint: {{role: fixed, value: true}}\n"
+                                   "  sleep_s:").replace("max_steps: 4", "max_steps: 8") + (
+    "checkpoints: {{keep_best: 1}}\n")
+
+
+def test_a_service_killed_during_a_preemption_resumes_the_paused_trials_from_their_checkpoints(
+        tmp_path: Path) -> None:
+    with running_service(tmp_path, user="alice") as service:
+        bob = service.store.create_token("bob", max_priority=5)
+        service.call("POST", "/studies?preflight=false",
+                     CHECKPOINTED.format(name="low", trials=2, step_s=0.5))
+        deadline = time.time() + 240
+        while sum(t.state == TrialState.RUNNING and (t.last_step or 0) >= 1
+                  for t in service.store.get_trials("low")) < 2:
+            assert time.time() < deadline, "alice's study never ran both trials"
+            time.sleep(0.2)
+        # bob's 2 trials of 4 steps of 2 s take both slots for at least 8 s: each of alice's
+        # trials pauses at its next checkpoint, unless it ends first
+        service.call("POST", "/studies?preflight=false&priority=5",
+                     TIMED_STUDY.format(name="high", trials=2, step_s=2.0), token=bob)
+
+        def paused() -> dict[int, int]:
+            return {e.number: e.step for e in service.store.get_events(
+                "low", kind=EventKind.PAUSED)}
+
+        while not paused() or any(t.state != TrialState.COMPLETED and t.number not in paused()
+                                  for t in service.store.get_trials("low")):
+            assert time.time() < deadline, "alice's trials were never paused"
+            time.sleep(0.1)
+        pauses = paused()
+        assert any("low" in e["preempted"] for e in read_events(service.home / "allowances"))
+        service.kill()  # the service, its drivers and its Ray: a lost machine
+        for driver in processes_naming(service.url_db):  # bob's may not have recorded its pid
+            os.killpg(driver.pid, signal.SIGKILL)
+        stop_ray_head(service.home)
+        before = {t.number: t for t in service.store.get_trials("low", measurements=True)}
+        for number, step in pauses.items():  # still paused at the kill
+            assert before[number].state != TrialState.COMPLETED
+            assert before[number].last_step == step
+
+        service.start()
+        service.wait_for("high", "completed", token=bob)
+        service.wait_for("low", "completed")
+        after = {t.number: t for t in service.store.get_trials("low", measurements=True)}
+        saved: dict[tuple[int, int], list[int]] = {}  # (trial, attempt): checkpointed steps
+        for e in service.store.get_events("low", kind=EventKind.CHECKPOINT):
+            saved.setdefault((e.number, e.data["attempt"]), []).append(e.step)
+
+    assert all(t.state == TrialState.COMPLETED for t in after.values())
+    for t in after.values():  # no step lost, none run twice
+        assert [m.step for m in t.measurements if m.attempt == t.attempts] == list(range(1, 9))
+    for number, step in pauses.items():
+        # It went on from its checkpoint: the objective saves one at every step it runs, and
+        # after the restart it saved none up to the pause.
+        assert after[number].attempts == 2
+        assert saved[number, 1][-1] == step and saved[number, 2] == list(range(step + 1, 9))
