@@ -22,11 +22,18 @@ trial, two at a time.
     of alice's paused
     (``paused`` events) resumes and completes, and every step of every trial is stored once.
 
+(d) Quota. A real Ray cluster on loopback (``ray start``: a head and a node with 4 CPUs and 4
+    logical GPUs, token authentication) and ``searchsvc serve --address`` attached to it.
+    alice's quota is 1 GPU; she submits two studies of GPU trials (1 GPU and 1 CPU a trial, two
+    at a time) and bob one. From the store's trial start and end times: the most GPUs each user
+    held at once (target for alice: 1, never 2), and from the allocator's log the most trials
+    it allowed her studies at once.
+
 Repeated ``--repeats`` times, each on a fresh service; prints a table per scenario and with
 ``--json FILE`` writes every figure.
 
     .venv/bin/python benchmarks/fair_share.py [--repeats 2] [--step-s 1.0] [--big 12]
-        [--json FILE]
+        [--only a|b|c|d] [--json FILE]
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from searchsvc.allocation import jain_index  # noqa: E402
 from searchsvc.core import EventKind, TrialState  # noqa: E402
 from searchsvc.service.sharing import read_events  # noqa: E402
 from searchsvc.testing.served import TIMED_STUDY, Service, running_service  # noqa: E402
+from tests.driver.loopback import LoopbackCluster  # noqa: E402
 
 WINDOW_S = 60.0
 CPUS = 2.0
@@ -145,6 +153,52 @@ def priority(step_s: float) -> dict[str, Any]:
             "all_completed": done, "every_step_once": once}
 
 
+GPU_STUDY = TIMED_STUDY + "resources: {{cpu: 1, gpu: 1}}\n"
+
+
+def most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The most of ``spans`` (start, end) that overlap at any moment; one ending as another
+    starts does not overlap it."""
+    edges = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans],
+                   key=lambda edge: (edge[0], edge[1]))
+    held = most = 0
+    for _, change in edges:
+        held += change
+        most = max(most, held)
+    return most
+
+
+def quota(step_s: float, trials: int) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as tmp:
+        cluster = LoopbackCluster(Path(tmp) / "ray-home").start()
+        try:
+            cluster.add_worker(cpus=4, gpus=4)
+            with running_service(Path(tmp), user="alice", env=cluster.env,
+                                 args=["--address", cluster.address]) as s:
+                s.store.set_quota("alice", {"GPU": 1.0})
+                tokens = {"alice": s.token, "bob": s.store.create_token("bob")}
+                studies = {"alice": ["alice-1", "alice-2"], "bob": ["bob-1"]}
+                for user, names in studies.items():
+                    for name in names:
+                        s.call("POST", "/studies?preflight=false",
+                               GPU_STUDY.format(name=name, trials=trials, step_s=step_s),
+                               token=tokens[user])
+                for user, names in studies.items():
+                    for name in names:
+                        wait_done(s, name, tokens[user])
+                events = read_events(s.home / "allowances")
+                spans = {u: [(t.started_at or 0.0, t.finished_at or 0.0) for n in names
+                             for t in s.store.get_trials(n)] for u, names in studies.items()}
+        finally:
+            cluster.stop()
+    allowed = [sum(e["studies"][n]["allowance"] for n in studies["alice"] if n in e["studies"])
+               for e in events]
+    return {"gpus": 4, "alice_quota_gpus": 1, "trials_per_study": trials,
+            "alice_most_gpus_held": most_at_once(spans["alice"]),
+            "bob_most_gpus_held": most_at_once(spans["bob"]),
+            "alice_most_allowed": max(allowed), "decisions": len(events)}
+
+
 def fairness(spans: dict[str, list[tuple[float, float]]], start: float) -> dict[str, Any]:
     """Jain's index over the users' CPU-seconds per window, from ``start`` (when every user's
     study has been submitted) until the first user's last trial ends."""
@@ -171,10 +225,18 @@ def main() -> None:
     parser.add_argument("--step-s", type=float, default=1.0)
     parser.add_argument("--big", type=int, default=12)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--only", choices=("a", "b", "c"), help="Run one scenario.")
+    parser.add_argument("--only", choices=("a", "b", "c", "d"), help="Run one scenario.")
     args = parser.parse_args()
-    found: dict[str, list[Any]] = {"head_of_line": [], "three_users": [], "priority": []}
+    found: dict[str, list[Any]] = {"head_of_line": [], "three_users": [], "priority": [],
+                                   "quota": []}
     for repeat in range(args.repeats):
+        if args.only in (None, "d"):
+            d = quota(args.step_s, 6)
+            found["quota"].append(d)
+            print(f"(d) run {repeat + 1}: alice (quota 1 of {d['gpus']} GPUs) held at most "
+                  f"{d['alice_most_gpus_held']} GPU(s) at once and was allowed at most "
+                  f"{d['alice_most_allowed']} trial(s) over {d['decisions']} decisions; bob "
+                  f"held at most {d['bob_most_gpus_held']}", flush=True)
         if args.only in (None, "c"):
             c = priority(args.step_s)
             found["priority"].append(c)

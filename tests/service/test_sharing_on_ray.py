@@ -4,14 +4,18 @@ gets a slot when one of alice's trials ends, instead of waiting for her study to
 the allocator's logged decisions and on the order the store recorded, not on durations.
 A service killed (with its drivers and its Ray) while a study of higher priority holds a slot
 one of alice's trials gave up at a checkpoint: restarted, it resumes both studies, and the
-paused trial goes on from that checkpoint with every step stored once."""
+paused trial goes on from that checkpoint with every step stored once.
+On a cluster with GPUs (logical ones), a user whose quota is 1 GPU runs one GPU trial at a time
+while another user's study takes the other GPU."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,6 +25,7 @@ from searchsvc.driver.head import processes_naming
 from searchsvc.service.sharing import read_events
 from searchsvc.testing.served import TIMED_STUDY, running_service
 from searchsvc.usecases import stop_ray_head
+from tests.driver.loopback import LoopbackCluster
 
 pytestmark = pytest.mark.slow
 
@@ -118,3 +123,38 @@ def test_a_service_killed_during_a_preemption_resumes_the_paused_trials_from_the
         # after the restart it saved none up to the pause.
         assert after[number].attempts == 2
         assert saved[number, 1][-1] == step and saved[number, 2] == list(range(step + 1, 9))
+
+
+@pytest.fixture
+def gpu_cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
+    """A head that runs nothing and one worker node with 2 CPUs and 2 (logical) GPUs."""
+    c = LoopbackCluster(tmp_path / "ray-home").start()
+    try:
+        c.add_worker(cpus=2, gpus=2)
+        yield c
+    finally:
+        c.stop()
+
+
+def test_a_user_with_a_quota_of_1_gpu_never_holds_2(tmp_path: Path,
+                                                     gpu_cluster: LoopbackCluster) -> None:
+    gpu_study = TIMED_STUDY + "resources: {{cpu: 1, gpu: 1}}\n"
+    with running_service(tmp_path, user="alice", args=["--address", gpu_cluster.address],
+                         env=gpu_cluster.env) as service:
+        service.store.set_quota("alice", {"GPU": 1.0})
+        service.call("POST", "/studies?preflight=false",
+                     gpu_study.format(name="capped", trials=4, step_s=0.3))
+        service.wait_for("capped", "completed")
+        events = read_events(service.home / "allowances")
+        capped = service.store.get_trials("capped")
+
+    # Alone on a cluster with 2 GPUs free, alice's study was allowed 1 trial (1 GPU) at once,
+    # never 2 ...
+    decided = [e["studies"]["capped"] for e in events if "capped" in e["studies"]]
+    assert {e["capacity"]["GPU"] for e in events if "capped" in e["studies"]} == {2.0}
+    assert decided and {d["allowance"] for d in decided} == {1}, decided
+    assert max(d["running"] for d in decided) == 1
+    # ... and her trials ran one after another.
+    assert [t.state for t in capped] == [TrialState.COMPLETED] * 4
+    spans = sorted((t.started_at or 0, t.finished_at or 0) for t in capped)
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans)), spans
