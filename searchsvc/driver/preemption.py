@@ -45,9 +45,20 @@ class Preemption(PicklesDetached):
     """The two decisions, over the trials of one Tune run (Ray Tune pickles its scheduler with
     the run: the gate and the store stay behind)."""
 
-    def __init__(self, gate: Gate, events: PauseEvents):
-        self.gate, self.events = gate, events
+    def __init__(self, gate: Gate, events: PauseEvents, concurrency: int | None = None):
+        self.gate, self.events, self.concurrency = gate, events, concurrency
         self.pausing: set[str] = set()  # ids of trials paused here, until they run again
+
+    def _allowed(self) -> int | None:
+        """The allowance when it is below the study's own concurrency; None when it leaves
+        Tune's own limit (``max_concurrent_trials``) in charge. Tune still counts a trial
+        whose last result it has taken in as running until it has ended it: holding the
+        next trial back then would let Tune end the worker it keeps for that trial, and
+        start a new one a moment later (a worker process per trial)."""
+        allowed = self.gate()
+        if allowed is None or (self.concurrency is not None and allowed >= self.concurrency):
+            return None
+        return allowed
 
     def running(self, tune_controller: Any, *, pausing: bool = False) -> int:
         """Trials running now; those already told to pause (still saving their checkpoint,
@@ -60,7 +71,7 @@ class Preemption(PicklesDetached):
         for trials to be given back, and the study runs more than it allows."""
         if not result.get(SHOULD_CHECKPOINT):
             return False
-        allowed = self.gate()  # reads the allowance that `preempt` then says about
+        allowed = self._allowed()  # reads the allowance that `preempt` then says about
         if allowed is None or not self.gate.preempt:
             return False
         running = self.running(tune_controller)
@@ -73,7 +84,7 @@ class Preemption(PicklesDetached):
 
     def holds(self, tune_controller: Any) -> bool:
         """Whether no waiting trial may start or resume now: the study runs its allowance."""
-        allowed = self.gate()
+        allowed = self._allowed()
         if allowed is None:
             return False
         return self.running(tune_controller, pausing=True) >= allowed

@@ -85,9 +85,9 @@ def fit(spec: StudySpec, study: StudyRecord, store: Store, searcher: Searcher,
         oom_retries=oom_retries, resources=spec.resources)
     scheduler = create_scheduler(schedule, spec, callback)
     gate = allowance_gate(progress)
-    if gate is not None:  # on a shared cluster: trials may pause for a higher priority
-        scheduler = preempting(scheduler, Preemption(gate, callback))
     concurrency = _concurrent_trials(spec)
+    if gate is not None:  # on a shared cluster: trials may pause for a higher priority
+        scheduler = preempting(scheduler, Preemption(gate, callback, concurrency))
     search = StudySearch(searcher, pending, spec.metric, spec.mode,
                          then=_next_stage(then, callback, progress),
                          allowance=gate, concurrency=concurrency,

@@ -84,6 +84,22 @@ def test_nothing_starts_or_resumes_while_the_study_runs_its_allowance() -> None:
     assert not preemption.holds(two)  # b may resume now
 
 
+def test_an_allowance_at_the_studys_own_concurrency_leaves_tune_in_charge() -> None:
+    # Tune counts a trial whose last result it has taken in as running until it ends it;
+    # at 2 of 2, holding the next trial back then would cost the worker Tune keeps for it.
+    finishing, running, waiting = FakeTrial("a"), FakeTrial("b"), FakeTrial("c", Trial.PENDING)
+    controller = Controller([finishing, running, waiting])
+    assert Preemption(Gate(2), Events()).holds(controller)  # concurrency unknown: held
+    assert not Preemption(Gate(2), Events(), concurrency=2).holds(controller)
+    assert not Preemption(Gate(3), Events(), concurrency=2).holds(controller)
+    assert Preemption(Gate(1), Events(), concurrency=2).holds(controller)
+    # nor pauses a trial because Tune still counts the finishing one as running
+    started = FakeTrial("d")
+    three = Controller([finishing, running, started])
+    assert Preemption(Gate(2), Events()).pauses(three, running, CHECKPOINTED)
+    assert not Preemption(Gate(2), Events(), concurrency=2).pauses(three, running, CHECKPOINTED)
+
+
 class Chooses(FIFOScheduler):
     """A scheduler whose own decisions are fixed: ``decision`` at every result, and
     ``next_trial`` to run."""
