@@ -85,7 +85,9 @@ class StudySearch(PicklesDetached, TuneSearcher):
 
     def _at_allowance(self) -> bool:
         allowed = self._allowed()
-        return allowed is not None and len(self.live) >= allowed
+        if allowed is None or (self.concurrency is not None and allowed >= self.concurrency):
+            return False  # Tune's own limit (max_concurrent_trials) is the allowance's
+        return len(self.live) >= allowed
 
     def holds_back(self) -> bool:
         """Whether, under an allowance below the study's own concurrency, it starts no trial

@@ -84,3 +84,16 @@ def test_it_holds_back_only_where_the_allowance_is_below_its_own_concurrency() -
     assert not search.holds_back()  # below it: the next trial takes the freed worker
     search.suggest("c")
     assert search.holds_back()  # trial 2 runs and none is left to start
+
+
+def test_an_allowance_at_its_own_concurrency_leaves_the_limit_to_tune() -> None:
+    # Tune asks for the next trial as one ends, before it reports that trial complete: at 2 of
+    # 2 the search then proposed nothing, and Tune ended the worker it kept for the next
+    # trial (a worker process per trial on the service's shared Ray).
+    allowed = [2]
+    search = StudySearch(create_searcher(validate_text(SPEC)), [0, 1, 2], "value", "min",
+                         allowance=lambda: allowed[0], concurrency=2)
+    assert search.suggest("a") is not None and search.suggest("b") is not None
+    assert search.suggest("c") is not None  # Tune's max_concurrent_trials is the limit
+    allowed[0] = 1  # below its concurrency: the allowance holds it back again
+    assert search.suggest("d") is None
