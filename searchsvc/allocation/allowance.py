@@ -26,6 +26,18 @@ class Allowance(NamedTuple):
     preempt: bool = False
 
 
+def binding(allowed: int | None, concurrency: int | None) -> int | None:
+    """``allowed`` where it limits a study whose own limit is ``concurrency`` trials at once
+    (None: no limit of its own); None where it does not, so that the study's own limit (Ray
+    Tune's ``max_concurrent_trials``) is the only one. Tune asks for a study's next trial, and
+    counts the trial that ends as running, before it reports that trial complete: a driver
+    counting against an allowance equal to its own limit would hold back a trial it may run,
+    and Tune end the worker it kept for it."""
+    if allowed is None or (concurrency is not None and allowed >= concurrency):
+        return None
+    return allowed
+
+
 def write_allowance(path: Path, trials: int, *, why: str = "", preempt: bool = False) -> None:
     """Set the allowance in ``path`` to ``trials`` (``why``: what the driver shows;
     ``preempt``: see :class:`Allowance`)."""

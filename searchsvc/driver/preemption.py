@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from ray.tune.experiment import Trial
 from ray.tune.schedulers import TrialScheduler
 
+from searchsvc.allocation.allowance import binding
 from searchsvc.driver.detach import PicklesDetached
 
 # Ray Tune's flag on a result whose report carried a checkpoint (ray.tune.result)
@@ -50,15 +51,8 @@ class Preemption(PicklesDetached):
         self.pausing: set[str] = set()  # ids of trials paused here, until they run again
 
     def _allowed(self) -> int | None:
-        """The allowance when it is below the study's own concurrency; None when it leaves
-        Tune's own limit (``max_concurrent_trials``) in charge. Tune still counts a trial
-        whose last result it has taken in as running until it has ended it: holding the
-        next trial back then would let Tune end the worker it keeps for that trial, and
-        start a new one a moment later (a worker process per trial)."""
-        allowed = self.gate()
-        if allowed is None or (self.concurrency is not None and allowed >= self.concurrency):
-            return None
-        return allowed
+        """The allowance where it binds (allocation.allowance.binding); None elsewhere."""
+        return binding(self.gate(), self.concurrency)
 
     def running(self, tune_controller: Any, *, pausing: bool = False) -> int:
         """Trials running now; those already told to pause (still saving their checkpoint,

@@ -7,6 +7,7 @@ from typing import Any
 
 from ray.tune.search import Searcher as TuneSearcher
 
+from searchsvc.allocation.allowance import binding
 from searchsvc.driver.detach import PicklesDetached
 from searchsvc.searchers import Searcher
 from searchsvc.worker.context import META_KEY, RESTORE_KEY
@@ -81,19 +82,19 @@ class StudySearch(PicklesDetached, TuneSearcher):
         return config
 
     def _allowed(self) -> int | None:
-        return self.allowance() if self.allowance is not None else None
+        """The allowance where it binds (allocation.allowance.binding); None elsewhere."""
+        return binding(self.allowance() if self.allowance is not None else None,
+                       self.concurrency)
 
     def _at_allowance(self) -> bool:
         allowed = self._allowed()
-        if allowed is None or (self.concurrency is not None and allowed >= self.concurrency):
-            return False  # Tune's own limit (max_concurrent_trials) is the allowance's
-        return len(self.live) >= allowed
+        return allowed is not None and len(self.live) >= allowed
 
     def holds_back(self) -> bool:
         """Whether, under an allowance below the study's own concurrency, it starts no trial
         now: it is at its allowance, or has none left to start."""
         allowed = self._allowed()
-        if allowed is None or (self.concurrency is not None and allowed >= self.concurrency):
+        if allowed is None:
             return False
         return len(self.live) >= allowed or not self.pending
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from searchsvc.allocation.allowance import Allowance, AllowanceReader, write_allowance
+from searchsvc.allocation.allowance import Allowance, AllowanceReader, binding, write_allowance
 
 
 def test_the_driver_reads_each_new_allowance_and_keeps_the_last_through_a_bad_file(
@@ -26,3 +26,10 @@ def test_the_driver_reads_each_new_allowance_and_keeps_the_last_through_a_bad_fi
     assert reader() == Allowance(0, "", preempt=False)
     with pytest.raises(ValueError, match="got -1"):
         write_allowance(path, -1)
+
+
+def test_an_allowance_binds_only_below_the_studys_own_concurrency() -> None:
+    assert binding(1, 2) == 1 and binding(0, 2) == 0
+    assert binding(2, 2) is None and binding(3, 2) is None  # the study's own limit rules
+    assert binding(5, None) == 5  # a study without a limit of its own
+    assert binding(None, 2) is None
