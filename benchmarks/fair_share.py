@@ -53,8 +53,8 @@ sys.path.insert(0, str(ROOT))
 from searchsvc.allocation import jain_index  # noqa: E402
 from searchsvc.core import EventKind, TrialState  # noqa: E402
 from searchsvc.service.sharing import read_events  # noqa: E402
+from searchsvc.testing.loopback import LoopbackCluster  # noqa: E402
 from searchsvc.testing.served import TIMED_STUDY, Service, running_service  # noqa: E402
-from tests.driver.loopback import LoopbackCluster  # noqa: E402
 
 WINDOW_S = 60.0
 CPUS = 2.0

@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from searchsvc.testing.loopback import FOLDER_PREFIX, TEMP_PREFIX
 from searchsvc.testing.served import processes_naming
-from tests.driver.loopback import FOLDER_PREFIX, TEMP_PREFIX
 
 ADDRESS_FILE = Path("/tmp/ray/ray_current_cluster")  # Ray's default temp dir, TMPDIR unset
 

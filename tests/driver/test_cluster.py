@@ -22,7 +22,7 @@ import pytest
 from searchsvc.core import EventKind, TrialState
 from searchsvc.reporting import write_report
 from searchsvc.store import SqlStore
-from tests.driver.loopback import LoopbackCluster
+from searchsvc.testing.loopback import LoopbackCluster
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]

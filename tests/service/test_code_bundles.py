@@ -15,8 +15,8 @@ import pytest
 
 from searchsvc.codebundle import digest, pack
 from searchsvc.core import TrialState
+from searchsvc.testing.loopback import LoopbackCluster
 from searchsvc.testing.served import running_service
-from tests.driver.loopback import LoopbackCluster
 
 pytestmark = pytest.mark.slow
 

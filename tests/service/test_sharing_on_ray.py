@@ -23,9 +23,9 @@ import pytest
 from searchsvc.core import EventKind, TrialState
 from searchsvc.driver.head import processes_naming
 from searchsvc.service.sharing import read_events
+from searchsvc.testing.loopback import LoopbackCluster
 from searchsvc.testing.served import TIMED_STUDY, running_service
 from searchsvc.usecases import stop_ray_head
-from tests.driver.loopback import LoopbackCluster
 
 pytestmark = pytest.mark.slow
 
