@@ -54,7 +54,13 @@ from searchsvc.allocation import jain_index  # noqa: E402
 from searchsvc.core import EventKind, TrialState  # noqa: E402
 from searchsvc.service.sharing import read_events  # noqa: E402
 from searchsvc.testing.loopback import LoopbackCluster  # noqa: E402
-from searchsvc.testing.served import TIMED_STUDY, Service, running_service  # noqa: E402
+from searchsvc.testing.served import (  # noqa: E402
+    CHECKPOINTED_STUDY,
+    GPU_STUDY,
+    TIMED_STUDY,
+    Service,
+    running_service,
+)
 
 WINDOW_S = 60.0
 CPUS = 2.0
@@ -116,8 +122,6 @@ def three_users(step_s: float, big: int) -> dict[str, Any]:
     return found
 
 
-PRIORITY_STUDY = TIMED_STUDY.replace("  sleep_s:", "  checkpoint: {{role: fixed, value: true}}\n"
-                                    "  sleep_s:") + "checkpoints: {{keep_best: 1}}\n"
 
 
 def priority(step_s: float) -> dict[str, Any]:
@@ -126,7 +130,7 @@ def priority(step_s: float) -> dict[str, Any]:
         submit(s, "warm", 2, 0.0, bob)
         wait_done(s, "warm", bob)
         s.call("POST", "/studies?preflight=false",
-               PRIORITY_STUDY.format(name="alice-big", trials=12, step_s=step_s), token=s.token)
+               CHECKPOINTED_STUDY.format(name="alice-big", trials=12, step_s=step_s), token=s.token)
         deadline = time.time() + 120
         while sum(1 for t in s.store.get_trials("alice-big")
                   if t.state == TrialState.RUNNING and (t.last_step or 0) >= 1) < 2:
@@ -151,9 +155,6 @@ def priority(step_s: float) -> dict[str, Any]:
             "asked_to_last_pause_s": freed - asked,
             "paused": len(paused), "paused_at_steps": sorted(e.step for e in paused),
             "all_completed": done, "every_step_once": once}
-
-
-GPU_STUDY = TIMED_STUDY + "resources: {{cpu: 1, gpu: 1}}\n"
 
 
 def most_at_once(spans: list[tuple[float, float]]) -> int:

@@ -53,6 +53,15 @@ parameters:
   sleep_s: {{role: fixed, value: {step_s}}}
 """
 
+# TIMED_STUDY whose trials save their step as a checkpoint at every report (so they can pause
+# for a study of higher priority).
+CHECKPOINTED_STUDY = TIMED_STUDY.replace(
+    "  sleep_s:", "  checkpoint: {{role: fixed, value: true}}\n  sleep_s:") + (
+    "checkpoints: {{keep_best: 1}}\n")
+
+# TIMED_STUDY whose trials hold one GPU each (quotas).
+GPU_STUDY = TIMED_STUDY + "resources: {{cpu: 1, gpu: 1}}\n"
+
 # A keras_tuner study: two "module:callable" fields, the objective and backend_options.data.
 KERAS_STUDY = """
 study: keras-{n}

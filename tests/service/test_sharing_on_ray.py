@@ -24,7 +24,12 @@ from searchsvc.core import EventKind, TrialState
 from searchsvc.driver.head import processes_naming
 from searchsvc.service.sharing import read_events
 from searchsvc.testing.loopback import LoopbackCluster
-from searchsvc.testing.served import TIMED_STUDY, running_service
+from searchsvc.testing.served import (
+    CHECKPOINTED_STUDY,
+    GPU_STUDY,
+    TIMED_STUDY,
+    running_service,
+)
 from searchsvc.usecases import stop_ray_head
 
 pytestmark = pytest.mark.slow
@@ -66,10 +71,8 @@ def test_a_small_study_gets_a_slot_when_a_big_ones_trial_ends(tmp_path: Path) ->
     assert max(t.finished_at or 0 for t in small) < max(t.started_at or 0 for t in big)
 
 
-# TIMED_STUDY whose trials save their step as a checkpoint at every report, 8 steps each.
-CHECKPOINTED = TIMED_STUDY.replace("  sleep_s:", "  checkpoint: {{role: fixed, value: true}}\n"
-                                   "  sleep_s:").replace("max_steps: 4", "max_steps: 8") + (
-    "checkpoints: {{keep_best: 1}}\n")
+# 8 steps a trial: a trial pauses before it ends
+CHECKPOINTED = CHECKPOINTED_STUDY.replace("max_steps: 4", "max_steps: 8")
 
 
 def test_a_service_killed_during_a_preemption_resumes_the_paused_trials_from_their_checkpoints(
@@ -138,12 +141,11 @@ def gpu_cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
 
 def test_a_user_with_a_quota_of_1_gpu_never_holds_2(tmp_path: Path,
                                                      gpu_cluster: LoopbackCluster) -> None:
-    gpu_study = TIMED_STUDY + "resources: {{cpu: 1, gpu: 1}}\n"
     with running_service(tmp_path, user="alice", args=["--address", gpu_cluster.address],
                          env=gpu_cluster.env) as service:
         service.store.set_quota("alice", {"GPU": 1.0})
         service.call("POST", "/studies?preflight=false",
-                     gpu_study.format(name="capped", trials=4, step_s=0.3))
+                     GPU_STUDY.format(name="capped", trials=4, step_s=0.3))
         service.wait_for("capped", "completed")
         events = read_events(service.home / "allowances")
         capped = service.store.get_trials("capped")
