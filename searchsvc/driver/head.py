@@ -21,8 +21,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from searchsvc.driver.session import EMBEDDED_NODE_ENV, embedded_environment
 from searchsvc.errors import RunnerError
@@ -116,19 +118,29 @@ def stop_head(home: Path) -> None:
     head = read_head(home)
     if head is None:
         return
-    end_ray_folder(head.temp_dir)
+    end_ray_folder(head.temp_dir, also=_client_server_of(head))
     (home / STATE_FILE).unlink(missing_ok=True)
 
 
-def end_ray_folder(temp_dir: str | Path) -> None:
+def _client_server_of(head: Head) -> list:
+    """The head's Ray Client server (psutil processes): `ray start` leaves it to init, and its
+    command line names the head by its GCS port only (``--address=IP:PORT``), never the folder.
+    Ray always starts one (no option turns it off)."""
+    port = head.address.rsplit(":", 1)[1]
+    return [p for p in processes_naming("ray.util.client.server")
+            if any(a.startswith("--address=") and a.endswith(f":{port}")
+                   for a in p.info["cmdline"] or ())]
+
+
+def end_ray_folder(temp_dir: str | Path, also: Sequence[Any] = ()) -> None:
     """SIGKILL every process of the Ray whose temporary folder is ``temp_dir`` (each names it
     on its command line, or is a child of one that does: the raylet's agents and workers
     rename themselves ``ray::...``), as ``ray stop`` would but for this Ray alone, then delete
-    the folder."""
+    the folder. ``also``: more of its processes (psutil), found otherwise."""
     import psutil  # type: ignore[import-untyped]
 
     folder = str(temp_dir)
-    named = processes_naming(folder)
+    named = [*processes_naming(folder), *also]
     mine = list({p.pid: p for p in [*named, *_descendants(named)]}.values())
     for process in mine:
         with contextlib.suppress(psutil.Error):

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -166,15 +166,21 @@ class Service:
 
 @contextlib.contextmanager
 def running_service(tmp: Path, storage: str | None = None, user: str = "ada",
+                    before_start: Callable[[Service], Any] | None = None,
                     **options: Any) -> Iterator[Service]:
     """A started service on ``storage`` (default: SQLite in ``tmp``) with a token for ``user``
-    (``options``: see :class:`Service`); it and every study driver it launched are killed
+    (``options``: see :class:`Service`); ``before_start`` is called with it first, for what must
+    be in the store before the service looks (a study written as the runner writes it is
+    "running" meanwhile, and a started service would drive it). It and every study driver it
+    launched are killed
     afterwards, with their Ray: those the store names and those still exiting after their
     study ended (found by the database in their command line), and the Ray the service
     started for its studies."""
     s = Service(tmp, storage, user, **options)
-    s.start()
     try:
+        if before_start is not None:
+            before_start(s)
+        s.start()
         yield s
     finally:
         s.stop()

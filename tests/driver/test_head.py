@@ -46,6 +46,11 @@ def test_a_head_starts_once_is_attached_after_and_starts_anew_when_gone(tmp_path
         stop_head(home)
         assert not head.answers() and read_head(home) is None
         assert not [p for p in agents if p.is_running() and p.status() != "zombie"]
+        # Nothing else of it either: `ray start` leaves its other processes (a Ray Client
+        # server) to init, naming the head only by its GCS port.
+        port = head.address.rsplit(":", 1)[1]
+        assert not [p.info["cmdline"] for p in processes_naming(f":{port}")
+                    if p.is_running() and p.status() != "zombie"]
         again = own_head(home, num_cpus=1)
         # A new head: a new token (its port may be the old one's, free again)
         assert again.answers() and again.token != head.token
