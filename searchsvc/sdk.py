@@ -8,6 +8,7 @@ from searchsvc.worker.sdk import (
     preflight_checks,
     report,
     restore,
+    restored_files,
     run_locally,
     seed_everything,
     trial_context,
@@ -16,4 +17,5 @@ from searchsvc.worker.sdk import (
 )
 
 __all__ = ["data_loader", "device", "max_steps", "preflight_checks", "report", "restore",
-           "run_locally", "seed_everything", "trial_context", "trial_dir", "watch"]
+           "restored_files", "run_locally", "seed_everything", "trial_context", "trial_dir",
+           "watch"]

@@ -116,15 +116,10 @@ def _fit_data(data: Any) -> dict[str, Any]:
 
 
 def _epoch_reporter() -> Any:
-    import keras
+    # The same callback a user's own model.fit takes: one reporter for every Keras trial.
+    from searchsvc.integrations.keras import SearchsvcCallback
 
-    from searchsvc.worker.sdk import report
-
-    class ReportEveryEpoch(keras.callbacks.Callback):
-        def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
-            report({k: float(v) for k, v in (logs or {}).items()} | {"epoch": epoch + 1})
-
-    return ReportEveryEpoch()
+    return SearchsvcCallback()
 
 
 def starter_study(objective: str, hypermodel: Any) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -59,11 +60,13 @@ def device() -> Any:
 
 
 def report(metrics: Mapping[str, Any], *, state: Callable[[], Mapping[str, Any]] | None = None,
-           samples: int | None = None) -> None:
+           files: Callable[[Path], Any] | None = None, samples: int | None = None) -> None:
     """Report one step's metrics; when the study keeps checkpoints, also save ``state()``
-    (a dict of tensors/state_dicts) as this step's checkpoint. ``samples``: the examples this
-    step processed, for the trial's telemetry (samples/s). Under Ray the step's telemetry
-    (worker/telemetry.py) rides along under a reserved key, apart from the metrics."""
+    (a dict of tensors/state_dicts) as this step's checkpoint, and ``files(folder)``, which
+    writes a framework's own checkpoint files into ``folder`` (read back with
+    :func:`restored_files`). ``samples``: the examples this step processed, for the trial's
+    telemetry (samples/s). Under Ray the step's telemetry (worker/telemetry.py) rides along
+    under a reserved key, apart from the metrics."""
     context = current()
     if context.reporter is not None:
         context.reporter(dict(metrics))
@@ -77,13 +80,17 @@ def report(metrics: Mapping[str, Any], *, state: Callable[[], Mapping[str, Any]]
     if context.telemetry is not None:
         result[TELEMETRY_KEY] = context.telemetry.step(samples)
     # Rank 0 saves a data-parallel trial's checkpoint (every rank holds the same weights).
-    if state is None or not context.keep_checkpoints or (context.rank or 0) > 0:
+    if (state is None and files is None) or not context.keep_checkpoints or (
+            context.rank or 0) > 0:
         ray_api.report(result)
         return
-    import torch
-
     with tempfile.TemporaryDirectory() as tmp:
-        torch.save(dict(state()), Path(tmp) / STATE_FILE)
+        if state is not None:
+            import torch
+
+            torch.save(dict(state()), Path(tmp) / STATE_FILE)
+        if files is not None:
+            files(Path(tmp))
         ray_api.report(result, checkpoint=ray_api.Checkpoint.from_directory(tmp))
 
 
@@ -144,6 +151,23 @@ def restore() -> dict[str, Any] | None:
     with checkpoint.as_directory() as folder:
         path = Path(folder) / STATE_FILE
         return torch.load(path, weights_only=False) if path.exists() else None
+
+
+def restored_files() -> Path | None:
+    """A folder holding the files :func:`report`'s ``files`` wrote into the checkpoint this
+    trial resumes from (a resumed study's interrupted trial, a retry, or the trial PBT
+    exploited), or None when it starts afresh. The folder is the trial's own copy
+    (``trial_dir()/restored``), so it outlives the call."""
+    if current().reporter is not None:
+        return None
+    checkpoint = _ray_api().get_checkpoint()
+    if checkpoint is None:
+        return None
+    target = trial_dir() / "restored"
+    shutil.rmtree(target, ignore_errors=True)
+    with checkpoint.as_directory() as folder:
+        shutil.copytree(folder, target)
+    return target
 
 
 def run_locally(objective: Callable[[dict[str, Any]], Any], config: Mapping[str, Any], *,
