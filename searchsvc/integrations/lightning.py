@@ -8,15 +8,20 @@ Lightning with the trial's seed. ::
     trainer.fit(model, datamodule=data, ckpt_path=resume_checkpoint())
 
 ``resume_checkpoint()`` is the Lightning checkpoint this trial continues from (a resumed
-study's interrupted trial, a retry, or the trial PBT exploited), or None. Restored, the
-optimizer keeps its saved learning rate: a PBT study that explores the learning rate sets it
-again in the module's ``on_load_checkpoint`` or ``configure_optimizers``.
+study's interrupted trial, a retry, or the trial PBT exploited), or None.
+
+Lightning restores an optimizer whole, its learning rate included. When the checkpoint comes
+from a trial whose ``configure_optimizers`` set other hyperparameters (PBT exploited it and
+explored a new learning rate), the callback gives the restored optimizer this trial's own
+hyperparameters and keeps its state (momentum, moments); restoring a trial's own checkpoint
+keeps everything, a scheduler's decayed learning rate included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytorch_lightning as pl
 
@@ -25,6 +30,8 @@ from searchsvc.worker.context import current
 from searchsvc.worker.sdk import report, restored_files
 
 CHECKPOINT_FILE = "lightning.ckpt"
+# In a checkpoint: the optimizers' hyperparameters as the saving trial configured them.
+CONFIGURED_KEY = "searchsvc_configured_optimizers"
 
 
 class SearchsvcCallback(pl.Callback):
@@ -40,6 +47,28 @@ class SearchsvcCallback(pl.Callback):
 
     def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         pl.seed_everything(current().seed % 2**32, workers=True, verbose=False)
+        self._configured: list[list[dict[str, Any]]] | None = None
+        self._restored: list[list[dict[str, Any]]] | None = None
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        # Optimizers are configured by now, and not yet restored from a checkpoint.
+        self._configured = _hyperparameters(trainer.optimizers)
+
+    def on_save_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        checkpoint[CONFIGURED_KEY] = self._configured
+
+    def on_load_checkpoint(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                           checkpoint: dict[str, Any]) -> None:
+        self._restored = checkpoint.get(CONFIGURED_KEY)
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        configured = getattr(self, "_configured", None)
+        if configured is None or getattr(self, "_restored", None) in (None, configured):
+            return
+        for optimizer, groups in zip(trainer.optimizers, configured, strict=False):
+            for group, values in zip(optimizer.param_groups, groups, strict=False):
+                group.update(values)
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.sanity_checking or not trainer.is_global_zero:
@@ -60,3 +89,11 @@ def resume_checkpoint() -> str | None:
     if folder is None or not (folder / CHECKPOINT_FILE).exists():
         return None
     return str(folder / CHECKPOINT_FILE)
+
+
+def _hyperparameters(optimizers: Sequence[Any]) -> list[list[dict[str, Any]]]:
+    """Each optimizer's param groups without their parameters: the numbers and flags
+    ``configure_optimizers`` chose (lr, momentum, betas, weight_decay, ...)."""
+    return [[{k: v for k, v in group.items()
+              if k != "params" and isinstance(v, int | float | bool | str | tuple | None)}
+             for group in optimizer.param_groups] for optimizer in optimizers]
