@@ -295,6 +295,9 @@ FORBIDDEN = {
     "backends": {"driver", "store", "searchers", "analysis", "report", "service", "usecases",
                  "sqlalchemy", "fastapi"},
     "driver": {"service", "cli", "usecases", "fastapi"},
+    # Framework callbacks run in a trial, on the worker's sdk: nothing of the driver's side.
+    "integrations": {"driver", "store", "searchers", "analysis", "report", "service",
+                     "usecases", "cli", "api", "backends", "tracking", "sqlalchemy", "fastapi"},
     # Trackers get searchsvc's own records from the driver: no Ray, no store, no web.
     "tracking": {"store", "searchers", "analysis", "report", "driver", "worker", "service",
                  "backends", "usecases", "cli", "api", "ray", "sqlalchemy", "fastapi"},

@@ -5,6 +5,7 @@ its weights), and every epoch is stored once."""
 
 from __future__ import annotations
 
+import itertools
 import textwrap
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def test_a_killed_lightning_study_resumes_every_trial_from_its_last_epoch(
         for m in final:  # every epoch reported before the kill kept, with its value
             if m.step in before.get(t.number, {}):
                 assert m.value == before[t.number][m.step], (t.number, m.step)
-        for earlier, later in zip(final, final[1:], strict=False):  # weights carried on
+        for earlier, later in itertools.pairwise(final):  # weights carried on
             assert later.metrics["w_start"] == pytest.approx(earlier.metrics["w_end"],
                                                              rel=1e-6, abs=1e-6)
     assert sum(len(steps) for steps in before.values()) >= 2

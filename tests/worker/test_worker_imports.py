@@ -42,3 +42,24 @@ def test_the_driver_names_still_come_from_the_package() -> None:
     assert driver.RunOptions is run.RunOptions
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = driver.nothing
+
+
+FRAMEWORKS = {"lightning": "pytorch_lightning", "huggingface": "transformers",
+              "keras": "keras", "xgboost": "xgboost", "lightgbm": "lightgbm"}
+
+
+@pytest.mark.parametrize("statement", [
+    "import searchsvc.worker.trainable", "from searchsvc import sdk", "import searchsvc.backends",
+    "import searchsvc.integrations"])
+def test_a_worker_imports_no_framework_its_study_does_not_use(statement: str) -> None:
+    loaded = _modules_after(statement)
+    assert not loaded & {*FRAMEWORKS.values(), "tensorflow"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("integration", sorted(FRAMEWORKS))
+def test_each_integration_imports_no_framework_but_its_own(integration: str) -> None:
+    alone = _modules_after(f"import {FRAMEWORKS[integration]}")  # what the framework pulls in
+    loaded = _modules_after(f"import searchsvc.integrations.{integration}")
+    others = {*FRAMEWORKS.values(), "tensorflow"} - {FRAMEWORKS[integration]}
+    assert not (loaded - alone) & others, sorted((loaded - alone) & others)
