@@ -1,5 +1,5 @@
-"""Execute the tutorial notebook (examples/tutorial.ipynb) top to bottom and store it with its
-outputs, so that it reads on a code host without being run: `.venv/bin/python
+"""Execute the tutorial notebook (examples/tutorial/tutorial.ipynb) top to bottom and store it
+with its outputs, so that it reads on a code host without being run: `.venv/bin/python
 docs/execute_tutorial.py`. It runs the notebook's two small studies on an embedded Ray (about a
 minute on 2 CPUs) from a temporary folder, as tests/test_notebook.py does, then tidies what is
 stored: a progress bar's successive states kept as its last, consecutive prints of one stream
@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "tutorial.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "tutorial" / "tutorial.ipynb"
 ENVIRONMENT_NOISE = re.compile(r"ipywidgets|IProgress|notebook_tqdm")
 
 

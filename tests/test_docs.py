@@ -94,8 +94,11 @@ def test_every_fragment_fits_into_the_full_example(where: str, fragment: str) ->
 
 
 def test_the_quickstart_validate_and_schema_commands_succeed() -> None:
+    # The example study files, and every folder of the examples gallery's.
     files = sorted(glob.glob(str(ROOT / "spaces" / "*.yaml")))
-    assert files
+    gallery = sorted(glob.glob(str(ROOT / "examples" / "*" / "study.yaml")))
+    assert files and len(gallery) >= 8
+    files += gallery
     checked = subprocess.run([sys.executable, "-m", "searchsvc.cli", "validate", *files],
                              capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -1,8 +1,8 @@
-"""The tutorial notebook (examples/tutorial.ipynb) is stored with the outputs of a run from top
-to bottom (docs/execute_tutorial.py writes them), so it reads on a code host, its figures as
-PNG too; and it runs top to bottom in a real Jupyter kernel, from a folder of its own: its
-objective defined in the notebook, a live progress bar, the trials as a DataFrame, the best
-configuration, the figures, the next study and the comparison."""
+"""The tutorial notebook (examples/tutorial/tutorial.ipynb) is stored with the outputs of a run
+from top to bottom (docs/execute_tutorial.py writes them), so it reads on a code host, its
+figures as PNG too; and it runs top to bottom in a real Jupyter kernel, from a folder of its
+own: its objective defined in the notebook, a live progress bar, the trials as a DataFrame, the
+best configuration, the figures, the next study and the comparison."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from nbclient import NotebookClient
 
 pytestmark = pytest.mark.slow
-NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "tutorial.ipynb"
+NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "tutorial" / "tutorial.ipynb"
 
 
 def test_the_notebook_is_stored_with_the_outputs_of_one_run_top_to_bottom() -> None:

@@ -28,7 +28,7 @@ from searchsvc.usecases import validate_text
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-TRAIN_EXAMPLES = 1437  # the digits training split of examples/ray_train_ddp.py
+TRAIN_EXAMPLES = 1437  # the digits training split of examples/ray_train_ddp/ray_train_ddp.py
 
 
 def run(tmp_path: Path, text: str, file: str, preflight: bool = False
@@ -54,7 +54,7 @@ def assert_nothing_left(ray) -> None:
 
 def test_a_ray_train_docs_function_runs_unchanged_on_two_workers(ray_local,
                                                                  tmp_path: Path) -> None:
-    shutil.copy(ROOT / "examples" / "ray_train_ddp.py", tmp_path / "ray_train_ddp.py")
+    shutil.copy(ROOT / "examples" / "ray_train_ddp" / "ray_train_ddp.py", tmp_path)
     store, name = run(tmp_path, """
         study: ddp-docs
         objective: ray_train_ddp:train_func

@@ -64,10 +64,9 @@ def test_every_trial_and_every_step_is_stored(ray_local, tmp_path: Path) -> None
 
 
 def test_ray_docs_trainable_runs_unchanged(ray_local, tmp_path: Path) -> None:
-    for name in ("ray_docs_trainable.py", "ray_docs_trainable.yaml"):
-        shutil.copy(ROOT / "examples" / name, tmp_path / name)
+    folder = shutil.copytree(ROOT / "examples" / "ray_docs_trainable", tmp_path / "mine")
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
-    outcome = run_file(tmp_path / "ray_docs_trainable.yaml", store)
+    outcome = run_file(folder / "study.yaml", store)
     assert outcome.study.state == "completed"
     trials = store.get_trials("ray-docs-trainable", measurements=True)
     assert len(trials) == 6

@@ -1,6 +1,6 @@
 """A Ray Tune function trainable written exactly the way Ray's documentation writes them.
 
-searchsvc runs it unchanged: see examples/ray_docs_trainable.yaml.
+searchsvc runs it unchanged: see examples/ray_docs_trainable/study.yaml.
 """
 
 from ray import tune

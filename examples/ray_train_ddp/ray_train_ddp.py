@@ -3,7 +3,7 @@
 ``ray.train.get_context()`` for the rank, and ``ray.train.get_checkpoint()`` to resume.
 
 searchsvc runs it unchanged as a data-parallel trial (``resources: {workers: 2}``): see
-examples/ray_train_ddp.yaml. It trains a small MLP on scikit-learn's bundled digits (no
+examples/ray_train_ddp/study.yaml. It trains a small MLP on scikit-learn's bundled digits (no
 download); each worker trains on its shard of the training split.
 """
 
