@@ -19,6 +19,7 @@ keeps everything, a scheduler's decayed learning rate included.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -63,12 +64,41 @@ class SearchsvcCallback(pl.Callback):
         self._restored = checkpoint.get(CONFIGURED_KEY)
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._keep_configured_hyperparameters(trainer)
+        self._tell_loader_workers(trainer)
+
+    def _keep_configured_hyperparameters(self, trainer: pl.Trainer) -> None:
+        """After a restore, this trial's hyperparameters where the checkpoint's trial
+        configured others (see the module's docstring)."""
         configured = getattr(self, "_configured", None)
         if configured is None or getattr(self, "_restored", None) in (None, configured):
             return
         for optimizer, groups in zip(trainer.optimizers, configured, strict=False):
             for group, values in zip(optimizer.param_groups, groups, strict=False):
                 group.update(values)
+
+    # Telemetry: the time between one training batch's end and the next one's start is the
+    # time Lightning waited for the batch (the loop's own overhead included), as
+    # sdk.data_loader would time it; each epoch's first wait counts the loader's start.
+    def _tell_loader_workers(self, trainer: pl.Trainer) -> None:
+        telemetry = current().telemetry
+        loader = getattr(trainer, "train_dataloader", None)
+        if telemetry is not None and loader is not None:
+            telemetry.loader_started(int(getattr(loader, "num_workers", 0) or 0))
+
+    def on_train_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._asked = time.perf_counter()
+
+    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                             batch: Any, batch_idx: int) -> None:
+        telemetry, now = current().telemetry, time.perf_counter()
+        if telemetry is not None and getattr(self, "_asked", None) is not None:
+            telemetry.waited(now - self._asked)
+            telemetry.batch_arrived(now)
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                           outputs: Any, batch: Any, batch_idx: int) -> None:
+        self._asked = time.perf_counter()
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.sanity_checking or not trainer.is_global_zero:

@@ -52,6 +52,50 @@ def test_lightning_reports_each_validation_but_the_sanity_check_and_seeds_lightn
     assert all(r["seeded"] == 1234 for r in reports)
 
 
+def test_lightning_tells_the_trials_telemetry_how_long_each_batch_was_waited_for() -> None:
+    import time
+
+    import pytorch_lightning as pl
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from searchsvc.integrations.lightning import SearchsvcCallback
+    from searchsvc.worker.context import TrialContext, set_current
+    from searchsvc.worker.telemetry import Telemetry
+
+    class Slow(TensorDataset):
+        def __getitem__(self, i):  # a slow input pipeline: 20 ms an example
+            time.sleep(0.02)
+            return super().__getitem__(i)
+
+    class Model(pl.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = nn.Linear(4, 1)
+
+        def training_step(self, batch, _):
+            x, y = batch
+            return nn.functional.mse_loss(self.net(x).squeeze(1), y)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    telemetry = Telemetry(gpu_ids=[])
+    set_current(TrialContext(reporter=lambda metrics: None, telemetry=telemetry))
+    try:
+        trainer = pl.Trainer(max_epochs=1, callbacks=[SearchsvcCallback()], accelerator="cpu",
+                             logger=False, enable_checkpointing=False,
+                             enable_progress_bar=False, enable_model_summary=False)
+        trainer.fit(Model(), DataLoader(Slow(torch.randn(10, 4), torch.randn(10)),
+                                        batch_size=2))
+    finally:
+        set_current(None)
+    assert telemetry.loader_used and telemetry.loader_workers == 0
+    assert telemetry.waited_s >= 10 * 0.02  # every example's 20 ms was waited for
+    assert telemetry.first_batch_s is not None
+
+
 def test_xgboost_and_lightgbm_report_every_evaluation_set_each_round() -> None:
     import lightgbm as lgb
     import numpy as np
