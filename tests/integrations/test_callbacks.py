@@ -12,15 +12,13 @@ from searchsvc.worker.sdk import run_locally
 pytestmark = pytest.mark.slow
 
 
-def test_lightning_reports_each_validation_but_the_sanity_check_and_seeds_lightning() -> None:
+def linear_module() -> type:
+    """A LightningModule class: one linear layer trained by SGD on (x, y) batches."""
     import pytorch_lightning as pl
     import torch
     from torch import nn
-    from torch.utils.data import DataLoader, TensorDataset
 
-    from searchsvc.integrations.lightning import SearchsvcCallback
-
-    class Model(pl.LightningModule):
+    class Linear(pl.LightningModule):
         def __init__(self) -> None:
             super().__init__()
             self.net = nn.Linear(4, 1)
@@ -29,14 +27,26 @@ def test_lightning_reports_each_validation_but_the_sanity_check_and_seeds_lightn
             x, y = batch
             return nn.functional.mse_loss(self.net(x).squeeze(1), y)
 
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    return Linear
+
+
+def test_lightning_reports_each_validation_but_the_sanity_check_and_seeds_lightning() -> None:
+    import pytorch_lightning as pl
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from searchsvc.integrations.lightning import SearchsvcCallback
+
+    class Model(linear_module()):
         def validation_step(self, batch, _):
             x, y = batch
             self.log("val_loss", nn.functional.mse_loss(self.net(x).squeeze(1), y))
             self.log("seeded", float(os.environ.get("PL_GLOBAL_SEED", "-1")))
             self.log("name", 1.0)
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.1)
 
     def objective(config: dict) -> None:
         data = TensorDataset(torch.randn(32, 4), torch.randn(32))
@@ -57,7 +67,6 @@ def test_lightning_tells_the_trials_telemetry_how_long_each_batch_was_waited_for
 
     import pytorch_lightning as pl
     import torch
-    from torch import nn
     from torch.utils.data import DataLoader, TensorDataset
 
     from searchsvc.integrations.lightning import SearchsvcCallback
@@ -69,17 +78,7 @@ def test_lightning_tells_the_trials_telemetry_how_long_each_batch_was_waited_for
             time.sleep(0.02)
             return super().__getitem__(i)
 
-    class Model(pl.LightningModule):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = nn.Linear(4, 1)
-
-        def training_step(self, batch, _):
-            x, y = batch
-            return nn.functional.mse_loss(self.net(x).squeeze(1), y)
-
-        def configure_optimizers(self):
-            return torch.optim.SGD(self.parameters(), lr=0.1)
+    Model = linear_module()
 
     telemetry = Telemetry(gpu_ids=[])
     set_current(TrialContext(reporter=lambda metrics: None, telemetry=telemetry))
