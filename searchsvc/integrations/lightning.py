@@ -19,6 +19,7 @@ keeps everything, a scheduler's decayed learning rate included.
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -110,6 +111,36 @@ class SearchsvcCallback(pl.Callback):
             trainer.save_checkpoint(folder / CHECKPOINT_FILE)
 
         report(values, files=save)
+
+
+    def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                     exception: BaseException) -> None:
+        # A stop from early stopping arrives as SystemExit at a report. Lightning then runs its
+        # own teardown (dataloader workers, strategy) but, as after any error, not the
+        # ``teardown`` hooks: a stopped trial is no error, so they run as after a finished fit.
+        if not isinstance(exception, SystemExit):
+            return
+        stage = str(getattr(trainer.state.fn, "value", trainer.state.fn) or "fit")
+        datamodule = getattr(trainer, "datamodule", None)
+        if datamodule is not None:
+            datamodule.teardown(stage)
+        for callback in trainer.callbacks:  # type: ignore[attr-defined]
+            if callback is not self:
+                callback.teardown(trainer, pl_module, stage)
+        pl_module.teardown(stage)
+        _end_loader_workers()
+
+
+def _end_loader_workers() -> None:
+    """End the worker processes of this process's multi-process DataLoader iterators. Stopped
+    by an exception, Lightning lets go of its iterators inside reference cycles, and their
+    workers (``persistent_workers`` above all) would live on in the reused Ray worker until a
+    garbage collection happened to run."""
+    from torch.utils.data.dataloader import _MultiProcessingDataLoaderIter
+
+    for found in gc.get_objects():
+        if isinstance(found, _MultiProcessingDataLoaderIter):
+            found._shutdown_workers()
 
 
 def resume_checkpoint() -> str | None:
