@@ -33,57 +33,22 @@ parameters:
 OBJECTIVE = """
 import time
 
-import pytorch_lightning as pl
-import torch
-from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
-
-from searchsvc import sdk
-from searchsvc.integrations.lightning import SearchsvcCallback, resume_checkpoint
+from searchsvc.integrations.lightning import resume_checkpoint
+from tests.integrations.linear import Linear, loaders, trainer
 
 
-def data(seed):
-    g = torch.Generator().manual_seed(seed)
-    x = torch.randn(256, 8, generator=g)
-    return TensorDataset(x, x @ torch.linspace(-1, 1, 8))
-
-
-class Model(pl.LightningModule):
-    def __init__(self, lr):
-        super().__init__()
-        self.lr = lr
-        self.net = nn.Linear(8, 1)
-
-    def fingerprint(self):
-        return float(self.net.weight.sum() + self.net.bias.sum())
-
+class Model(Linear):
     def on_train_epoch_start(self):
         self.start = self.fingerprint()
         time.sleep(0.5)  # an epoch long enough to be killed in the middle of a study
-
-    def training_step(self, batch, _):
-        x, y = batch
-        return nn.functional.mse_loss(self.net(x).squeeze(1), y)
-
-    def validation_step(self, batch, _):
-        x, y = batch
-        self.log("val_loss", nn.functional.mse_loss(self.net(x).squeeze(1), y))
 
     def on_validation_epoch_end(self):
         self.log("w_start", self.start)
         self.log("w_end", self.fingerprint())
 
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=self.lr, momentum=0.9)
-
 
 def train(config):
-    trainer = pl.Trainer(max_epochs=sdk.max_steps(6), callbacks=[SearchsvcCallback()],
-                         accelerator="cpu", devices=1, logger=False, num_sanity_val_steps=0,
-                         enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False)
-    trainer.fit(Model(config["lr"]), DataLoader(data(0), batch_size=64),
-                DataLoader(data(1), batch_size=256), ckpt_path=resume_checkpoint())
+    trainer().fit(Model(config["lr"], momentum=0.9), *loaders(), ckpt_path=resume_checkpoint())
 """
 
 

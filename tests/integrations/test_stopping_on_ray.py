@@ -40,54 +40,26 @@ import os
 from pathlib import Path
 
 import psutil
-import pytorch_lightning as pl
-import torch
-from torch import nn
-from torch.utils.data import DataLoader, TensorDataset
 
 from searchsvc import sdk
-from searchsvc.integrations.lightning import SearchsvcCallback
+from tests.integrations.linear import Linear, loaders, trainer
 
 
-class Model(pl.LightningModule):
-    def __init__(self, lr, folder):
-        super().__init__()
-        self.lr, self.folder = lr, Path(folder)
-        self.net = nn.Linear(8, 1)
-
-    def training_step(self, batch, _):
-        x, y = batch
-        return nn.functional.mse_loss(self.net(x).squeeze(1), y)
-
-    def validation_step(self, batch, _):
-        x, y = batch
-        self.log("val_loss", nn.functional.mse_loss(self.net(x).squeeze(1), y))
-
+class Model(Linear):
     def on_validation_epoch_end(self):
         # the training loader's persistent worker processes, alive during validation
         workers = [c.pid for c in psutil.Process().children()]
-        self.log("pid", float(os.getpid()))
-        (self.folder / f"{sdk.trial_context().number}.json").write_text(json.dumps(
+        (Path(self.folder) / f"{sdk.trial_context().number}.json").write_text(json.dumps(
             {"pid": os.getpid(), "loader_workers": workers}))
 
     def teardown(self, stage):
-        (self.folder / f"teardown-{sdk.trial_context().number}").write_text(stage)
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=self.lr)
+        (Path(self.folder) / f"teardown-{sdk.trial_context().number}").write_text(stage)
 
 
 def train(config):
-    g = torch.Generator().manual_seed(0)
-    x = torch.randn(256, 8, generator=g)
-    data = TensorDataset(x, x @ torch.linspace(-1, 1, 8))
-    trainer = pl.Trainer(max_epochs=sdk.max_steps(4), callbacks=[SearchsvcCallback()],
-                         accelerator="cpu", devices=1, logger=False, num_sanity_val_steps=0,
-                         enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False)
-    trainer.fit(Model(config["lr"], config["folder"]),
-                DataLoader(data, batch_size=64, num_workers=1, persistent_workers=True),
-                DataLoader(data, batch_size=256))
+    model = Model(config["lr"])
+    model.folder = config["folder"]
+    trainer().fit(model, *loaders(num_workers=1, persistent_workers=True))
 """
 
 
