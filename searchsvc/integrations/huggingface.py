@@ -9,6 +9,11 @@ and hands the checkpoint the Trainer has just saved to searchsvc. ::
     trainer = Trainer(model=model, args=args, ..., callbacks=[SearchsvcCallback()])
     trainer.train(resume_from_checkpoint=resume_checkpoint())
 
+A resumed trial continues from the Trainer's checkpoint whole (weights, optimizer, scheduler,
+RNG, trainer state). When that checkpoint comes from a trial with another ``learning_rate``
+(PBT exploited it and explored a new one), the restored schedule is rescaled to this trial's
+learning rate, so PBT's exploration takes effect.
+
 Evaluate and save on the same schedule (``eval_strategy`` = ``save_strategy``): the report
 of an evaluation goes out when the Trainer saves after it, with that checkpoint folder
 (weights, optimizer, scheduler, RNG and trainer state) when the study keeps checkpoints.
@@ -20,6 +25,7 @@ the Trainer picks up itself.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +37,7 @@ from searchsvc.integrations._common import numbers
 from searchsvc.worker.sdk import report, restored_files
 
 CHECKPOINT_FOLDER = "hf-checkpoint"
+LEARNING_RATE_FILE = "learning_rate.json"  # the saving trial's TrainingArguments.learning_rate
 
 
 class SearchsvcCallback(TrainerCallback):
@@ -64,8 +71,17 @@ class SearchsvcCallback(TrainerCallback):
         def copy(folder: Path) -> None:
             if saved.is_dir():
                 shutil.copytree(saved, folder / CHECKPOINT_FOLDER)
+            (folder / LEARNING_RATE_FILE).write_text(json.dumps(float(args.learning_rate)))
 
         report(values, files=copy)
+
+    def on_epoch_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        # The first hook after the Trainer loaded a checkpoint's optimizer and scheduler.
+        saved = _RESTORED.pop("learning_rate", None)
+        if not saved or float(args.learning_rate) == saved:
+            return
+        _rescale(kwargs.get("optimizer"), kwargs.get("lr_scheduler"),
+                 float(args.learning_rate) / saved)
 
     def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
         if self._pending is not None:  # an evaluation no save followed
@@ -79,4 +95,22 @@ def resume_checkpoint() -> str | None:
     folder = restored_files()
     if folder is None or not (folder / CHECKPOINT_FOLDER).is_dir():
         return None
+    if (folder / LEARNING_RATE_FILE).exists():
+        _RESTORED["learning_rate"] = float(json.loads((folder / LEARNING_RATE_FILE).read_text()))
     return str(folder / CHECKPOINT_FOLDER)
+
+
+# What resume_checkpoint() found, for the callback's first hook after the Trainer restored.
+_RESTORED: dict[str, float] = {}
+
+
+def _rescale(optimizer: Any, scheduler: Any, factor: float) -> None:
+    """Multiply the learning rate of a restored optimizer, and the base rates its scheduler
+    computes the next ones from, by ``factor``."""
+    if optimizer is not None:
+        for group in optimizer.param_groups:
+            group["lr"] *= factor
+            if "initial_lr" in group:
+                group["initial_lr"] *= factor
+    if scheduler is not None and hasattr(scheduler, "base_lrs"):
+        scheduler.base_lrs = [rate * factor for rate in scheduler.base_lrs]

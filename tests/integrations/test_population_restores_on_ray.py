@@ -1,5 +1,6 @@
-"""PBT over a Lightning and a Keras ``fit`` objective: a trial that exploits another continues
-from that trial's checkpoint, restored by the framework through searchsvc.integrations.
+"""PBT over a Lightning, a Keras ``fit`` and a Hugging Face ``Trainer`` objective: a trial that
+exploits another continues from that trial's checkpoint, restored by the framework through
+searchsvc.integrations.
 
 Each objective reports, every epoch, a fingerprint of its weights when the epoch started and
 when it ended, and the learning rate its optimizer used. After an exploit at step s, the
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.slow
 STUDY = """
 study: {name}
 objective: train:train
-metric: val_loss
+metric: {metric}
 mode: min
 searcher: pbt
 searcher_options: {{perturbation_interval: 1, quantile_fraction: 0.5, synch: true}}
@@ -88,16 +89,78 @@ def train(config):
 """
 
 
+HUGGINGFACE = """
+import torch
+from torch import nn
+from transformers import Trainer, TrainerCallback, TrainingArguments
+
+from searchsvc import sdk
+from searchsvc.integrations.huggingface import SearchsvcCallback, resume_checkpoint
+
+
+class Linear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(8, 1)
+
+    def forward(self, x, labels=None):
+        out = self.net(x).squeeze(1)
+        return {"loss": nn.functional.mse_loss(out, labels), "logits": out}
+
+
+class Data(torch.utils.data.Dataset):
+    def __init__(self):
+        self.x = torch.randn(256, 8, generator=torch.Generator().manual_seed(0))
+        self.y = self.x @ torch.linspace(-1, 1, 8)
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, i):
+        return {"x": self.x[i], "labels": self.y[i]}
+
+
+def fingerprint(model):
+    return float(sum(p.detach().sum() for p in model.parameters()))
+
+
+class Fingerprint(TrainerCallback):
+    def on_epoch_begin(self, args, state, control, model=None, **kwargs):
+        self.start = fingerprint(model)
+
+    def on_evaluate(self, args, state, control, metrics=None, model=None, optimizer=None,
+                    **kwargs):
+        metrics["w_start"], metrics["w_end"] = self.start, fingerprint(model)
+        metrics["lr_used"] = optimizer.param_groups[0]["lr"]
+
+
+def train(config):
+    args = TrainingArguments(
+        output_dir=str(sdk.trial_dir() / "hf"), eval_strategy="epoch", save_strategy="epoch",
+        num_train_epochs=sdk.max_steps(4), learning_rate=config["lr"], optim="sgd",
+        lr_scheduler_type="constant", per_device_train_batch_size=64, report_to=[],
+        save_total_limit=1, logging_strategy="no", disable_tqdm=True,
+        seed=sdk.trial_context().seed)
+    trainer = Trainer(model=Linear(), args=args, train_dataset=Data(), eval_dataset=Data(),
+                      callbacks=[Fingerprint(), SearchsvcCallback()])
+    trainer.train(resume_from_checkpoint=resume_checkpoint())
+"""
+
+SOURCES = {"lightning": LIGHTNING, "keras": KERAS, "huggingface": HUGGINGFACE}
+
+
 def value(trial: TrialRecord, step: int, key: str) -> float:
     return next(m.metrics[key] for m in trial.measurements if m.step == step)
 
 
-@pytest.mark.parametrize("framework", ["lightning", "keras"])
+@pytest.mark.parametrize("framework", sorted(SOURCES))
 def test_an_exploiting_trial_continues_from_its_parents_epoch_and_weights(
         ray_local, tmp_path: Path, framework: str) -> None:
     name = f"pbt-{framework}"
-    source = LIGHTNING if framework == "lightning" else KERAS
-    outcome, store = run_in(tmp_path, STUDY.format(name=name), train=textwrap.dedent(source))
+    source = SOURCES[framework]
+    metric = "eval_loss" if framework == "huggingface" else "val_loss"
+    outcome, store = run_in(tmp_path, STUDY.format(name=name, metric=metric),
+                            train=textwrap.dedent(source))
     assert isinstance(store, SqlStore) and outcome.study.state == "completed"
     trials = {t.number: t for t in store.get_trials(name, measurements=True)}
     exploits = store.get_events(name, kind=EventKind.EXPLOIT)
