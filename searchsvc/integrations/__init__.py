@@ -10,6 +10,6 @@ framework, each importing its framework only when imported itself.
 Each reports through :func:`searchsvc.sdk.report`, so early stopping, PBT, telemetry and the
 store treat a framework's trial as any other. A stop decided by early stopping raises
 ``SystemExit`` inside the framework's loop at its next report (Ray Tune's way of ending a
-function trial); every framework here runs its own teardown on the way out, and Ray reuses
-the worker.
+function trial). Lightning runs its own teardown on the way out, and its callback adds the
+``teardown`` hooks and ends the trial's DataLoader workers; Ray then reuses the worker.
 """

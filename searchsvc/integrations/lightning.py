@@ -112,7 +112,6 @@ class SearchsvcCallback(pl.Callback):
 
         report(values, files=save)
 
-
     def on_exception(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                      exception: BaseException) -> None:
         # A stop from early stopping arrives as SystemExit at a report. Lightning then runs its

@@ -141,9 +141,7 @@ def data_loader(iterable: Iterable[T], *, workers: int | None = None) -> Iterabl
 
 def restore() -> dict[str, Any] | None:
     """The state saved by :func:`report` in the checkpoint this trial resumes from, or None."""
-    if current().reporter is not None:
-        return None
-    checkpoint = _ray_api().get_checkpoint()  # on every rank of a data-parallel trial
+    checkpoint = _resumed_from()
     if checkpoint is None:
         return None
     import torch
@@ -158,9 +156,7 @@ def restored_files() -> Path | None:
     trial resumes from (a resumed study's interrupted trial, a retry, or the trial PBT
     exploited), or None when it starts afresh. The folder is the trial's own copy
     (``trial_dir()/restored``), so it outlives the call."""
-    if current().reporter is not None:
-        return None
-    checkpoint = _ray_api().get_checkpoint()
+    checkpoint = _resumed_from()
     if checkpoint is None:
         return None
     target = trial_dir() / "restored"
@@ -168,6 +164,14 @@ def restored_files() -> Path | None:
     with checkpoint.as_directory() as folder:
         shutil.copytree(folder, target)
     return target
+
+
+def _resumed_from() -> Any:
+    """The Ray checkpoint this trial resumes from (on every rank of a data-parallel trial), or
+    None: none kept, or no Ray (``run_locally``)."""
+    if current().reporter is not None:
+        return None
+    return _ray_api().get_checkpoint()
 
 
 def run_locally(objective: Callable[[dict[str, Any]], Any], config: Mapping[str, Any], *,
