@@ -32,6 +32,10 @@ FOLDER_PREFIX = "searchsvc-ray-"
 TEMP_PREFIX = f"{FOLDER_PREFIX}{os.getpid()}-"
 
 
+class NodeExited(RuntimeError):
+    """A node of the cluster exited while the cluster waited for its nodes."""
+
+
 class LoopbackCluster:
     """Start with :meth:`start`, add nodes with :meth:`add_worker`, end with :meth:`stop`."""
 
@@ -42,27 +46,49 @@ class LoopbackCluster:
         self.token = secrets.token_hex(16)
         self.temp_dir = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
         # HOME is a fresh folder: no ~/.ray/auth_token, so only the token given here counts.
+        # Every driver that connects (each wait_for_nodes probe among them) would otherwise
+        # have each node start a worker per CPU it never uses, and every process record
+        # metrics that nothing scrapes: CPU the tests on this machine need.
         self.env = {**os.environ, "HOME": str(home), "RAY_AUTH_MODE": "token",
-                    "RAY_AUTH_TOKEN": self.token, "RAY_ADDRESS": ""}
+                    "RAY_AUTH_TOKEN": self.token, "RAY_ADDRESS": "",
+                    "RAY_prestart_worker_first_driver": "0",
+                    "RAY_enable_metrics_collection": "0"}
         self.nodes: list[subprocess.Popen] = []
+        self.killed: list[subprocess.Popen] = []  # by kill(): meant to be gone
+        self.replaced: list[subprocess.Popen] = []  # heads that exited while starting
+        self.logs: dict[int, Path] = {}  # each node's output, by its pid
 
     def _start(self, *args: str) -> subprocess.Popen:
-        node = subprocess.Popen(
-            [RAY, "start", "--block", "--node-ip-address=127.0.0.1", "--disable-usage-stats",
-             f"--object-store-memory={OBJECT_STORE_BYTES}", f"--temp-dir={self.temp_dir}",
-             *args],
-            env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True)
+        # Each node's own output goes to a file beside it: a node that exits says why.
+        log = (self.temp_dir / f"node-{len(self.nodes) + len(self.replaced)}.log").open("w")
+        with log:
+            node = subprocess.Popen(
+                [RAY, "start", "--block", "--node-ip-address=127.0.0.1",
+                 "--disable-usage-stats", f"--object-store-memory={OBJECT_STORE_BYTES}",
+                 f"--temp-dir={self.temp_dir}", *args],
+                env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.logs[node.pid] = Path(log.name)
         self.nodes.append(node)
         return node
 
-    def start(self) -> LoopbackCluster:
+    def start(self, attempts: int = 3) -> LoopbackCluster:
         """A head that runs no trials (no CPUs or GPUs); stopped again if it does not come
-        up."""
+        up. A head that exits at once is started again on another port: the free port it was
+        given can be taken by another process before Ray binds it."""
         try:
-            self._start("--head", f"--port={self.port}", "--num-cpus=0", "--num-gpus=0",
-                        "--include-dashboard=false")
-            self.wait_for_nodes(1)
+            for attempt in range(1, attempts + 1):
+                head = self._start("--head", f"--port={self.port}", "--num-cpus=0",
+                                   "--num-gpus=0", "--include-dashboard=false")
+                try:
+                    self.wait_for_nodes(1)
+                    return self
+                except NodeExited:
+                    if attempt == attempts:
+                        raise
+                    self.nodes.remove(head)
+                    self.replaced.append(head)
+                    self.port = free_port()
+                    self.address = f"127.0.0.1:{self.port}"
         except BaseException:
             self.stop()
             raise
@@ -78,6 +104,7 @@ class LoopbackCluster:
         """The node dies at once with every process it started, as when a machine is lost."""
         os.killpg(node.pid, signal.SIGKILL)
         node.wait()
+        self.killed.append(node)
 
     def wait_for_nodes(self, count: int, timeout: float = 90) -> None:
         script = (
@@ -89,14 +116,33 @@ class LoopbackCluster:
             "    time.sleep(0.5)\n")
         deadline = time.time() + timeout
         while True:  # the head may not listen yet
-            done = subprocess.run([sys.executable, "-c", script], env=self.env,
-                                  capture_output=True, text=True, timeout=timeout + 30)
-            if done.returncode == 0:
+            with tempfile.TemporaryFile("w+") as errors:
+                probe = subprocess.Popen([sys.executable, "-c", script], env=self.env,
+                                         stdout=subprocess.DEVNULL, stderr=errors, text=True)
+                while probe.poll() is None and time.time() < deadline + 30:
+                    self._check_nodes(probe)
+                    time.sleep(0.2)
+                if probe.poll() is None:
+                    probe.kill()
+                probe.wait()
+                errors.seek(0)
+                stderr = errors.read()
+            if probe.returncode == 0:
                 return
             if time.time() > deadline:
                 raise RuntimeError(f"the loopback cluster did not reach {count} nodes:\n"
-                                   f"{done.stderr[-2000:]}")
+                                   f"{stderr[-2000:]}")
             time.sleep(1)
+
+    def _check_nodes(self, probe: subprocess.Popen) -> None:
+        """Raise NodeExited (after ending ``probe``) when a node this cluster started has
+        exited, rather than wait for it."""
+        for node in self.nodes:
+            if node not in self.killed and node.poll() is not None:
+                probe.kill()
+                probe.wait()
+                raise NodeExited(f"a loopback Ray node exited ({node.returncode}): {node.args!r}"
+                                 f"\n{self.logs[node.pid].read_text()[-2000:]}")
 
     def stop(self) -> None:
         """End every node at once (SIGKILL to each node's process group: a test's cluster keeps
