@@ -53,14 +53,12 @@ class LoopbackCluster:
                     "RAY_AUTH_TOKEN": self.token, "RAY_ADDRESS": "",
                     "RAY_prestart_worker_first_driver": "0",
                     "RAY_enable_metrics_collection": "0"}
-        self.nodes: list[subprocess.Popen] = []
-        self.killed: list[subprocess.Popen] = []  # by kill(): meant to be gone
-        self.replaced: list[subprocess.Popen] = []  # heads that exited while starting
-        self.logs: dict[int, Path] = {}  # each node's output, by its pid
+        self.nodes: list[subprocess.Popen] = []  # alive but for one that just exited
+        self.logs: dict[int, Path] = {}  # the output of every node started, by its pid
 
     def _start(self, *args: str) -> subprocess.Popen:
         # Each node's own output goes to a file beside it: a node that exits says why.
-        log = (self.temp_dir / f"node-{len(self.nodes) + len(self.replaced)}.log").open("w")
+        log = (self.temp_dir / f"node-{len(self.logs)}.log").open("w")
         with log:
             node = subprocess.Popen(
                 [RAY, "start", "--block", "--node-ip-address=127.0.0.1",
@@ -86,7 +84,6 @@ class LoopbackCluster:
                     if attempt == attempts:
                         raise
                     self.nodes.remove(head)
-                    self.replaced.append(head)
                     self.port = free_port()
                     self.address = f"127.0.0.1:{self.port}"
         except BaseException:
@@ -104,7 +101,7 @@ class LoopbackCluster:
         """The node dies at once with every process it started, as when a machine is lost."""
         os.killpg(node.pid, signal.SIGKILL)
         node.wait()
-        self.killed.append(node)
+        self.nodes.remove(node)  # meant to be gone: no longer waited for or stopped
 
     def wait_for_nodes(self, count: int, timeout: float = 90) -> None:
         script = (
@@ -138,7 +135,7 @@ class LoopbackCluster:
         """Raise NodeExited (after ending ``probe``) when a node this cluster started has
         exited, rather than wait for it."""
         for node in self.nodes:
-            if node not in self.killed and node.poll() is not None:
+            if node.poll() is not None:
                 probe.kill()
                 probe.wait()
                 raise NodeExited(f"a loopback Ray node exited ({node.returncode}): {node.args!r}"
