@@ -9,6 +9,7 @@ import math
 import shutil
 import tempfile
 import weakref
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, Literal
 
@@ -86,16 +87,34 @@ class KerasTunerSearcher(Searcher):
         oracle = self.oracles[arm.index]
         trial = self._asked.pop(observation.number, None)
         if trial is None:  # replayed from the store on resume: the oracle learns it too
-            trial = oracle.create_trial(tuner_id=f"replay-{observation.number}")
-            for name, value in observation.config.items():
-                if name in trial.hyperparameters.values:
-                    trial.hyperparameters.values[name] = value
+            trial = _replayed_trial(oracle, observation.number, observation.config)
         ok = (observation.state in (TrialState.COMPLETED, TrialState.PRUNED)
               and observation.value is not None)
         if ok:
             oracle.update_trial(trial.trial_id, {self.spec.metric: observation.value})
         trial.status = TrialStatus.COMPLETED if ok else TrialStatus.FAILED
         oracle.end_trial(trial)
+
+
+def _replayed_trial(oracle: Any, number: int, config: Mapping[str, Any]) -> Any:
+    """Trial ``number``, asked of ``oracle`` again with the values the store holds for it.
+    The oracle draws random values as it did when it first proposed the trial (a random
+    oracle's generator stays in step, so a resumed search goes on as the original did) but
+    fits no model: a Bayesian oracle would otherwise fit its Gaussian process and optimise
+    its acquisition (seconds each) for every trial replayed, only for the values to be
+    replaced by the stored ones."""
+    names = {hp.name for hp in oracle.hyperparameters.space}
+
+    def stored_values(trial_id: str) -> dict[str, Any]:
+        oracle._random_values()
+        return {"status": "RUNNING",
+                "values": {k: v for k, v in config.items() if k in names}}
+
+    oracle.populate_space = stored_values  # for this one call; the class's comes back after
+    try:
+        return oracle.create_trial(tuner_id=f"replay-{number}")
+    finally:
+        del oracle.populate_space
 
 
 def _space(spec: Any, context: dict[str, Any]) -> Any:

@@ -241,11 +241,13 @@ def test_the_bohb_quota_lets_at_most_a_share_of_each_rung_go_on(hyperband_store:
 # --- Population based training: pbt, pb2 ---------------------------------------------------
 
 def toy_pbt(text: str) -> str:
-    """spaces/toy_pbt.yaml in 12 steps, not 24: five perturbation rounds check every rule here;
-    how much PBT gains over its initial population is benchmarks/pbt.py's to measure."""
-    shorter = text.replace("max_steps: 24}", "max_steps: 12}")
-    assert shorter != text
-    return shorter
+    """spaces/toy_pbt.yaml with 4 trials in 12 steps, not 8 in 24: five perturbation rounds,
+    each with a bottom and a top trial, check every rule here; how much PBT gains over its
+    initial population is benchmarks/pbt.py's to measure."""
+    smaller = text.replace("budget: {trials: 8, max_concurrent: 8, max_steps: 24}",
+                           "budget: {trials: 4, max_concurrent: 4, max_steps: 12}")
+    assert smaller != text
+    return smaller
 
 
 def check_population(store: Store, study: str) -> PopulationSchedule:
@@ -358,12 +360,12 @@ def test_pb2_explores_within_the_nuisance_bounds_and_every_step_follows_its_line
     check_population(store, "toy_pb2")
     for event in store.get_events("toy_pb2", kind=EventKind.EXPLOIT):
         assert 1.0e-4 <= event.data["new_config"]["learning_rate"] <= 1.0
-    # Paused trials resume on the workers Tune keeps: one worker process per concurrent trial
-    # (8 in two runs). Before StudySearch kept the search open to the end, 12 processes
-    # reported steps: resumed trials started new ones.
+    # Paused trials resume on the workers Tune keeps: one worker process per concurrent trial,
+    # the whole population. Before StudySearch kept the search open to the end, resumed trials
+    # started new ones (12 processes reported steps for a population of 8).
     trials = store.get_trials("toy_pb2", measurements=True)
     workers = {m.metrics["worker_pid"] for t in trials for m in t.measurements}
-    assert len(workers) <= 8, len(workers)
+    assert len(workers) <= len(trials) == 4, len(workers)
 
 
 # --- Architecture search: nas ---------------------------------------------------------------

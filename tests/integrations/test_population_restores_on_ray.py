@@ -29,7 +29,7 @@ metric: {metric}
 mode: min
 searcher: pbt
 searcher_options: {{perturbation_interval: 1, quantile_fraction: 0.5, synch: true}}
-budget: {{trials: 4, max_concurrent: 4, max_steps: 4}}
+budget: {{trials: 2, max_concurrent: 2, max_steps: 4}}
 resources: {{cpu: 0.5}}
 seed: 0
 parameters:
