@@ -198,63 +198,6 @@ def test_half_gpu_trials_pack_two_to_a_gpu_and_never_more(cluster: LoopbackClust
         assert len(together) <= 2
 
 
-@pytest.fixture
-def small_cluster(tmp_path: Path) -> Iterator[LoopbackCluster]:
-    c = LoopbackCluster(tmp_path / "ray-home").start()
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-def test_a_worker_node_lost_mid_study_costs_no_trial(small_cluster: LoopbackCluster,
-                                                     tmp_path: Path) -> None:
-    doomed = small_cluster.add_worker(cpus=1)
-    small_cluster.add_worker(cpus=1)
-    path = study_file(tmp_path, "node_loss", """\
-        budget: {trials: 4, max_concurrent: 2, max_steps: 4, max_failures: 2}
-        resources: {cpu: 1}
-        parameters:
-          x: {low: 0.1, high: 1.0}
-          steps: {value: 4}
-          sleep: {value: 1.5}
-        """)
-    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
-    env = dict(small_cluster.env, PYTHONPATH=str(ROOT))
-    driver = subprocess.Popen(
-        [sys.executable, "-m", "searchsvc.cli", "run", str(path), "--address",
-         small_cluster.address, "--storage", db, "--no-preflight"], env=env, cwd=ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    store = SqlStore(db)
-    # Kill a node while two trials run, one on it (the head runs none). Each trial takes 6 s
-    # or more, so the moment cannot pass between two looks even on a busy machine.
-    deadline, running = time.time() + 240, []
-    while time.time() < deadline and driver.poll() is None:
-        try:
-            running = [t for t in store.get_trials("node_loss") if t.state == "running"]
-        except Exception:  # the study is not created yet
-            running = []
-        if len(running) == 2 and all(t.node for t in running):
-            break
-        time.sleep(0.2)
-    assert len(running) == 2, "the study never ran two trials at once"
-    small_cluster.kill(doomed)
-    output, _ = driver.communicate(timeout=300)
-    assert driver.returncode == 0, output
-    trials = store.get_trials("node_loss", measurements=True)
-    assert sorted(t.number for t in trials) == list(range(4))
-    assert [t.state for t in trials] == [TrialState.COMPLETED] * 4
-    assert all(t.attempts == 1 for t in trials)  # retried inside the run, never run twice
-    assert all([m.step for m in t.measurements] == [1, 2, 3, 4] for t in trials)
-    retried = store.get_events("node_loss", kind=EventKind.RETRIED)
-    assert retried, "a trial on the lost node should have been retried"
-    survivors = {t.measurements[-1].metrics["node"] for t in trials
-                 if t.number in {e.number for e in retried}}
-    assert len(survivors) == 1  # they finished on the node that was left
-    for t in trials:  # the store names the node each trial finished on, retried ones included
-        assert t.node.endswith(f"node {t.measurements[-1].metrics['node']}"), t
-
-
 def _train_workers(cluster: LoopbackCluster) -> list[str]:
     """The Ray Train worker processes still alive on the cluster's nodes."""
     alive = []
@@ -314,3 +257,51 @@ def test_a_data_parallel_trial_spans_both_nodes_names_its_straggler_and_stops_wh
     [straggler] = [d for d in report["telemetry"]["diagnoses"] if d["kind"] == "straggler"]
     assert straggler["ranks"]["0"] == 1 and 0 in straggler["trials"]
     assert "trial 0 rank 1" in straggler["detail"]
+
+
+# Last in this file: it kills one of the module cluster's worker nodes.
+def test_a_worker_node_lost_mid_study_costs_no_trial(cluster: LoopbackCluster,
+                                                     tmp_path: Path) -> None:
+    doomed = cluster.nodes[1]  # the first worker node (the head is the first node)
+    path = study_file(tmp_path, "node_loss", """\
+        budget: {trials: 4, max_concurrent: 2, max_steps: 4, max_failures: 2}
+        resources: {cpu: 2}
+        parameters:
+          x: {low: 0.1, high: 1.0}
+          steps: {value: 4}
+          sleep: {value: 1.5}
+        """)
+    db = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    env = dict(cluster.env, PYTHONPATH=str(ROOT))
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "searchsvc.cli", "run", str(path), "--address",
+         cluster.address, "--storage", db, "--no-preflight"], env=env, cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    store = SqlStore(db)
+    # Kill a node while two trials run, one on it (the head runs none). Each trial takes 6 s
+    # or more, so the moment cannot pass between two looks even on a busy machine.
+    deadline, running = time.time() + 240, []
+    while time.time() < deadline and driver.poll() is None:
+        try:
+            running = [t for t in store.get_trials("node_loss") if t.state == "running"]
+        except Exception:  # the study is not created yet
+            running = []
+        if len(running) == 2 and all(t.node for t in running):
+            break
+        time.sleep(0.2)
+    assert len(running) == 2, "the study never ran two trials at once"
+    cluster.kill(doomed)
+    output, _ = driver.communicate(timeout=300)
+    assert driver.returncode == 0, output
+    trials = store.get_trials("node_loss", measurements=True)
+    assert sorted(t.number for t in trials) == list(range(4))
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * 4
+    assert all(t.attempts == 1 for t in trials)  # retried inside the run, never run twice
+    assert all([m.step for m in t.measurements] == [1, 2, 3, 4] for t in trials)
+    retried = store.get_events("node_loss", kind=EventKind.RETRIED)
+    assert retried, "a trial on the lost node should have been retried"
+    survivors = {t.measurements[-1].metrics["node"] for t in trials
+                 if t.number in {e.number for e in retried}}
+    assert len(survivors) == 1  # they finished on the node that was left
+    for t in trials:  # the store names the node each trial finished on, retried ones included
+        assert t.node.endswith(f"node {t.measurements[-1].metrics['node']}"), t
