@@ -85,7 +85,7 @@ backend_options: {{data: "objectives.keras_digits:load_data", batch_size: 64}}
 metric: val_accuracy
 mode: max
 searcher: grid
-budget: {{max_concurrent: 2, max_steps: 1}}
+budget: {{max_concurrent: 1, max_steps: 1}}  # one worker imports TensorFlow once
 parameters:
   num_layers: {{values: [1]}}
   units_0: {{values: [32]}}

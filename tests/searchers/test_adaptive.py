@@ -8,11 +8,7 @@ import statistics
 
 import pytest
 
-from objectives.synthetic import (
-    BRANIN_OPTIMUM,
-    branin_value,
-    hartmann6_value,
-)
+from objectives.synthetic import branin_value
 from searchsvc.errors import SpecError
 from searchsvc.searchers import Observation, create_searcher
 from searchsvc.searchers.simple import halton_points
@@ -36,11 +32,8 @@ parameters:
 BRANIN = HEADER + """  x1: {{role: nuisance, low: -5.0, high: 10.0}}
   x2: {{role: nuisance, low: 0.0, high: 15.0}}
 """
-HARTMANN6 = HEADER + "".join(
-    f"  x{i}: {{{{role: nuisance, low: 0.0, high: 1.0}}}}\n" for i in range(1, 7))
 FUNCTIONS = {
     "branin": (BRANIN, lambda c: branin_value(c["x1"], c["x2"])),
-    "hartmann6": (HARTMANN6, lambda c: hartmann6_value([c[f"x{i}"] for i in range(1, 7)])),
 }
 NAS_SPACE = HEADER + """  opt: {{role: scientific, values: [adam, sgd]}}
   num_layers: {{role: nuisance, type: int, values: [1, 2, 3]}}
@@ -66,23 +59,14 @@ def median_best(function: str, name: str, options: str = "{}", seeds: int = 5,
         for seed in range(seeds))
 
 
-@pytest.mark.parametrize("function", ["branin", "hartmann6"])
+# Each sampler is wired to a model that learns: on Branin, over 5 seeds, it beats random search.
+# How close each gets to the optimum, on Branin, Hartmann-6 and the digits against the same
+# algorithms called directly, is a quality claim: benchmarks/quality.py measures it.
 @pytest.mark.parametrize("sampler", ["tpe", "gp", "hyperopt"])
-def test_each_bayesian_sampler_beats_random_search(function: str, sampler: str) -> None:
-    random_median = median_best(function, "random")
-    bayes_median = median_best(function, "bayesian", f"{{sampler: {sampler}}}")
+def test_each_bayesian_sampler_beats_random_search(sampler: str) -> None:
+    random_median = median_best("branin", "random")
+    bayes_median = median_best("branin", "bayesian", f"{{sampler: {sampler}}}")
     assert bayes_median < random_median
-
-
-# TPE needs a larger budget than GP to close in on Branin's optimum (Optuna's TPE called
-# directly: median 0.515 at 40 trials); hyperopt's TPE gets within 0.05 at no budget we tried
-# (ours: 0.528 at 100 trials; hyperopt's fmin: 0.736), so it is held to beating random only.
-# "auto" is the GP at this budget (test_auto_uses_the_gp_for_a_small_flat_space_only_while_its_
-# arms_stay_short), so one run checks both the default and the GP.
-@pytest.mark.parametrize(("sampler", "trials"), [("auto", 40), ("tpe", 80)])
-def test_bayesian_gets_within_005_of_the_branin_optimum(sampler: str, trials: int) -> None:
-    median = median_best("branin", "bayesian", f"{{sampler: {sampler}}}", trials=trials)
-    assert abs(median - BRANIN_OPTIMUM) < 0.05
 
 
 def continue_from(s, f, history: list[Observation], numbers: range) -> list[float]:
