@@ -243,10 +243,16 @@ def test_the_bohb_quota_lets_at_most_a_share_of_each_rung_go_on(hyperband_store:
 def toy_pbt(text: str) -> str:
     """spaces/toy_pbt.yaml with 4 trials in 12 steps, not 8 in 24: five perturbation rounds,
     each with a bottom and a top trial, check every rule here; how much PBT gains over its
-    initial population is benchmarks/pbt.py's to measure."""
+    initial population is benchmarks/pbt.py's to measure.
+
+    Half a CPU a trial, so the 4 fill the tests' 2-CPU Ray exactly. With room to spare, Tune
+    starts a new worker process for each trial it unpauses and drops it a moment later for the
+    worker a pausing trial frees (twice as many processes for the same study); a full cluster,
+    as GPUs are in use, leaves the new one waiting until it is dropped."""
     smaller = text.replace("budget: {trials: 8, max_concurrent: 8, max_steps: 24}",
-                           "budget: {trials: 4, max_concurrent: 4, max_steps: 12}")
-    assert smaller != text
+                           "budget: {trials: 4, max_concurrent: 4, max_steps: 12}").replace(
+                           "resources: {cpu: 0.25}", "resources: {cpu: 0.5}")
+    assert smaller.count("4, max_concurrent: 4") == 1 and "cpu: 0.5}" in smaller
     return smaller
 
 

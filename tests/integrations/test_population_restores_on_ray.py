@@ -22,6 +22,8 @@ from tests.driver.studies import run_in
 
 pytestmark = pytest.mark.slow
 
+# A CPU a trial fills the tests' 2-CPU Ray: Tune then starts no spare worker (a fresh import of
+# torch or TensorFlow) for a trial it unpauses while another trial's worker is about to free.
 STUDY = """
 study: {name}
 objective: train:train
@@ -30,7 +32,7 @@ mode: min
 searcher: pbt
 searcher_options: {{perturbation_interval: 1, quantile_fraction: 0.5, synch: true}}
 budget: {{trials: 2, max_concurrent: 2, max_steps: 4}}
-resources: {{cpu: 0.5}}
+resources: {{cpu: 1}}
 seed: 0
 parameters:
   lr: {{role: nuisance, low: 1.0e-4, high: 0.3, scale: log}}
