@@ -127,13 +127,14 @@ def test_kept_checkpoints_are_recorded_and_loadable(ray_local, tmp_path: Path) -
         metric: val_error
         mode: min
         searcher: random
-        budget: {trials: 2, max_concurrent: 2, max_steps: 3}
+        budget: {trials: 2, max_concurrent: 1, max_steps: 3}
         parameters:
           learning_rate: {low: 1.0e-3, high: 1.0e-2, scale: log}
           hidden_units: {value: 16}
         checkpoints: {keep_best: 1}
         """)
     store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    # One at a time: the second trial runs on the first one's worker, and keeps its own.
     assert run_file(path, store).study.state == "completed"
     import torch
 
