@@ -38,7 +38,7 @@ objective: objectives.planted_dimensionality:bottleneck
 metric: val_error
 mode: min
 searcher: grid
-budget: {max_concurrent: 2, max_steps: 6}
+budget: {max_concurrent: 1, max_steps: 6}  # one worker, importing torch once, runs all 8
 noise: off
 parameters:
   width: {role: scientific, values: [1, 2, 3, 4, 6, 8, 12, 16]}
