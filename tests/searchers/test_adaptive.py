@@ -32,9 +32,12 @@ parameters:
 BRANIN = HEADER + """  x1: {{role: nuisance, low: -5.0, high: 10.0}}
   x2: {{role: nuisance, low: 0.0, high: 15.0}}
 """
-FUNCTIONS = {
-    "branin": (BRANIN, lambda c: branin_value(c["x1"], c["x2"])),
-}
+
+
+def branin(config) -> float:
+    return branin_value(config["x1"], config["x2"])
+
+
 NAS_SPACE = HEADER + """  opt: {{role: scientific, values: [adam, sgd]}}
   num_layers: {{role: nuisance, type: int, values: [1, 2, 3]}}
   units_0: {{role: nuisance, values: [16, 32, 64], when: {{num_layers: [1, 2, 3]}}}}
@@ -51,11 +54,11 @@ def searcher(text: str, name: str, options: str = "{}", trials: int = 40, seed: 
                                                   trials=trials, seed=seed)))
 
 
-def median_best(function: str, name: str, options: str = "{}", seeds: int = 5,
-                trials: int = 40) -> float:
-    text, f = FUNCTIONS[function]
+def median_best(name: str, options: str = "{}", seeds: int = 5, trials: int = 40) -> float:
+    """The median over ``seeds`` of the best Branin value ``name`` finds in ``trials``."""
     return statistics.median(
-        best_so_far(run_sequential(searcher(text, name, options, trials, seed=seed), f), "min")
+        best_so_far(run_sequential(searcher(BRANIN, name, options, trials, seed=seed), branin),
+                    "min")
         for seed in range(seeds))
 
 
@@ -64,8 +67,8 @@ def median_best(function: str, name: str, options: str = "{}", seeds: int = 5,
 # algorithms called directly, is a quality claim: benchmarks/quality.py measures it.
 @pytest.mark.parametrize("sampler", ["tpe", "gp", "hyperopt"])
 def test_each_bayesian_sampler_beats_random_search(sampler: str) -> None:
-    random_median = median_best("branin", "random")
-    bayes_median = median_best("branin", "bayesian", f"{{sampler: {sampler}}}")
+    random_median = median_best("random")
+    bayes_median = median_best("bayesian", f"{{sampler: {sampler}}}")
     assert bayes_median < random_median
 
 
@@ -84,26 +87,24 @@ def continue_from(s, f, history: list[Observation], numbers: range) -> list[floa
 
 @pytest.mark.parametrize("sampler", ["tpe", "gp", "hyperopt"])
 def test_resumed_bayesian_proposes_from_the_replayed_model_not_the_warm_up(sampler: str) -> None:
-    text, f = FUNCTIONS["branin"]
     options = f"{{sampler: {sampler}}}"
     resumed_best, amnesic_best = [], []
     for seed in range(5):
-        history = run_sequential(searcher(text, "bayesian", options, seed=seed), f)[:25]
-        resumed = searcher(text, "bayesian", options, seed=seed)
-        resumed_best.append(min(continue_from(resumed, f, history, range(25, 40))))
+        history = run_sequential(searcher(BRANIN, "bayesian", options, seed=seed), branin)[:25]
+        resumed = searcher(BRANIN, "bayesian", options, seed=seed)
+        resumed_best.append(min(continue_from(resumed, branin, history, range(25, 40))))
         model = resumed.models[0]
         remembered = (len(model.trials.trials) if sampler == "hyperopt"
                       else len(model.study.trials))
         assert remembered == 40  # the 25 replayed trials and the 15 new ones
         # Without its memory the same searcher would start modelling from nothing at trial 25.
-        amnesic = searcher(text, "bayesian", options, seed=seed)
-        amnesic_best.append(min(continue_from(amnesic, f, [], range(25, 40))))
+        amnesic = searcher(BRANIN, "bayesian", options, seed=seed)
+        amnesic_best.append(min(continue_from(amnesic, branin, [], range(25, 40))))
     assert statistics.median(resumed_best) < statistics.median(amnesic_best)
 
 
 def test_bayesian_warm_up_is_the_arm_quasi_random_sequence() -> None:
-    text, _ = FUNCTIONS["branin"]
-    s = searcher(text, "bayesian")
+    s = searcher(BRANIN, "bayesian")
     spec = s.spec
     expected = halton_points(spec, s.arms[0], s.warmup)
     for n in range(s.warmup):
@@ -157,11 +158,10 @@ def test_hyperband_schedule_matches_ray_rungs_and_assigns_brackets_reproducibly(
 
 def test_bohb_model_proposes_better_configs_than_its_random_start() -> None:
     s = searcher(BRANIN, "bohb", trials=60)
-    f = FUNCTIONS["branin"][1]
     values = []
     for n in range(60):
         config = dict(s.propose(n).config)
-        v = f(config)
+        v = branin(config)
         values.append(v)
         # A full-budget curve: the value at every rung is the final value plus a decaying gap.
         s.observe(Observation(n, config, v, "completed",
