@@ -16,6 +16,8 @@ from nbclient import NotebookClient
 
 pytestmark = pytest.mark.slow
 NOTEBOOK = Path(__file__).resolve().parents[1] / "examples" / "tutorial" / "tutorial.ipynb"
+BUDGET = '"budget": {"trials": 8, "max_concurrent": 2, "max_steps": 4}'
+SHORT_BUDGET = '"budget": {"trials": 4, "max_concurrent": 1, "max_steps": 2}'
 
 
 def test_the_notebook_is_stored_with_the_outputs_of_one_run_top_to_bottom() -> None:
@@ -38,6 +40,10 @@ def test_the_notebook_runs_top_to_bottom_in_a_kernel(tmp_path: Path,
     # The kernel is this Python (its kernelspec runs `python` from the PATH).
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
+    # Every cell as it is but the study's budget: each study in a few trials on one worker
+    # (the stored outputs above are of the full budget).
+    [study] = [c for c in notebook.cells if c.cell_type == "code" and BUDGET in c.source]
+    study.source = study.source.replace(BUDGET, SHORT_BUDGET)
     NotebookClient(notebook, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs]

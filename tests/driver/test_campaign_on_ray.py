@@ -29,7 +29,7 @@ objective: objectives.synthetic:playbook
 metric: val_loss
 mode: min
 searcher: grid
-budget: {trials: 4, max_concurrent: 2, max_steps: 3}
+budget: {trials: 4, max_concurrent: 1, max_steps: 3}
 noise: off
 parameters:
   depth: {role: scientific, values: [1, 2]}

@@ -113,11 +113,11 @@ def searchsvc(cluster: LoopbackCluster, *args: str, token: bool = True,
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackCluster]:
-    """A head that runs nothing and two worker nodes with 2 CPUs and 2 logical GPUs each."""
+    """A head that runs nothing and two worker nodes with 2 CPUs and 1 logical GPU each."""
     c = LoopbackCluster(tmp_path_factory.mktemp("ray-home")).start()
     try:
-        c.add_worker(cpus=2, gpus=2)
-        c.add_worker(cpus=2, gpus=2)
+        c.add_worker(cpus=2, gpus=1)
+        c.add_worker(cpus=2, gpus=1)
         yield c
     finally:
         c.stop()
@@ -166,24 +166,25 @@ def test_a_cluster_with_token_authentication_refuses_a_driver_without_the_token(
 
 def test_half_gpu_trials_pack_two_to_a_gpu_and_never_more(cluster: LoopbackCluster,
                                                           tmp_path: Path) -> None:
-    # The 8 trials wait for each other before their steps, so all 8 hold their half GPUs at
+    # The 4 trials wait for each other before their steps, so all 4 hold their half GPUs at
     # once whatever the load (without it, on a busy machine a trial could end before the
     # last one was placed, and that one take its GPU: three on one GPU, one after another).
+    # The CPUs would take 8 such trials: the GPUs alone hold them to 4.
     started = tmp_path / "started"
     started.mkdir()
     path = study_file(tmp_path, "packed", f"""\
-        budget: {{trials: 8, max_concurrent: 8, max_steps: 3}}
+        budget: {{trials: 4, max_concurrent: 4, max_steps: 3}}
         resources: {{cpu: 0.5, gpu: 0.5}}
         parameters:
           x: {{low: 0.1, high: 1.0}}
           sleep: {{value: 0.5}}
-          barrier: {{value: "{started}:8"}}
+          barrier: {{value: "{started}:4"}}
         """)
     db = f"sqlite:///{tmp_path / 'db.sqlite'}"
     done = searchsvc(cluster, "run", str(path), "--address", cluster.address, "--storage", db)
     assert done.returncode == 0, done.stdout + done.stderr
     trials = SqlStore(db).get_trials("packed", measurements=True)
-    assert [t.state for t in trials] == [TrialState.COMPLETED] * 8
+    assert [t.state for t in trials] == [TrialState.COMPLETED] * 4
     spans = []
     for t in trials:
         last = t.measurements[-1].metrics
@@ -191,8 +192,8 @@ def test_half_gpu_trials_pack_two_to_a_gpu_and_never_more(cluster: LoopbackClust
         assert gpu.isdigit(), f"trial {t.number} got GPUs {gpu!r}; one expected"
         assert last["cuda_visible_devices"] == gpu  # what CUDA code in the trial sees
         spans.append(((last["node"], gpu), last["start"], last["now"]))
-    # 4 logical GPUs x 2 halves: all 8 trials shared 4 GPUs, two at a time on each.
-    assert sorted(Counter(key for key, _, _ in spans).values()) == [2, 2, 2, 2]
+    # 2 logical GPUs x 2 halves: all 4 trials shared 2 GPUs, two at a time on each.
+    assert sorted(Counter(key for key, _, _ in spans).values()) == [2, 2]
     for key, start, end in spans:
         together = [s for k, s, e in spans if k == key and s < end and start < e]
         assert len(together) <= 2

@@ -27,7 +27,7 @@ metric: loss
 mode: min
 searcher: bayesian
 searcher_options: {warmup: 2}
-budget: {trials: 8, max_concurrent: 2, max_steps: 3}
+budget: {trials: 8, max_concurrent: 1, max_steps: 3}  # one worker: the comparison is the point
 noise: {top_k: 1, seeds: 3}
 parameters:
   variant: {role: scientific, values: [a, b]}

@@ -96,7 +96,7 @@ metric: score
 mode: max
 searcher: asha
 searcher_options: {grace_period: 4, reduction_factor: 2}
-budget: {trials: 4, max_concurrent: 2, max_steps: 6}
+budget: {trials: 4, max_concurrent: 1, max_steps: 6}  # one worker, importing torch once
 noise: off
 dimensionality: {stop_collapsed: true}
 parameters:

@@ -185,7 +185,7 @@ def test_the_time_limit_stops_the_study_resumably_with_every_result_kept(ray_loc
         metric: loss
         mode: min
         searcher: random
-        budget: {trials: 200, max_concurrent: 2, max_steps: 3, time_limit_s: 30}
+        budget: {trials: 200, max_concurrent: 1, max_steps: 3, time_limit_s: 30}
         parameters:
           x: {role: nuisance, low: 0.0, high: 1.0}
         """)

@@ -41,7 +41,7 @@ def test_next_study_moves_the_best_trial_off_the_edge(ray_local, tmp_path: Path)
         mode: min
         searcher: quasi_random
         seed: 0
-        budget: {trials: 16, max_concurrent: 2, max_steps: 6}
+        budget: {trials: 16, max_concurrent: 1, max_steps: 6}
         resources: {cpu: 1}
         parameters:
           depth: {role: fixed, value: 1}

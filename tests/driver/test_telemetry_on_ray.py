@@ -32,7 +32,7 @@ STUDY = """
     metric: loss
     mode: min
     searcher: grid
-    budget: {trials: 6, max_concurrent: 2, max_steps: 3}
+    budget: {trials: 6, max_concurrent: 1, max_steps: 3}
     noise: off
     parameters:
       loader: {role: scientific, values: [slow, fast]}
@@ -133,7 +133,7 @@ def test_an_objective_calling_tune_report_gets_the_same_telemetry(ray_local,
         metric: loss
         mode: min
         searcher: grid
-        budget: {max_concurrent: 2, max_steps: 3}
+        budget: {max_concurrent: 1, max_steps: 3}
         noise: off
         parameters:
           style: {role: scientific, values: [attribute, bound]}
