@@ -29,11 +29,6 @@ def parameter_importance(spec: StudySpec, trials: Sequence[TrialRecord],
     """{parameter: share of variance} over searched parameters present in every usable trial
     that reached the full budget (conditional parameters are left out), summing to 1; empty
     with too few trials."""
-    import optuna
-    from optuna.importance import FanovaImportanceEvaluator, get_param_importances
-
-    from searchsvc.searchers.models import optuna_distribution
-
     usable = full_budget_trials(by_value(trials, spec.mode), spec.budget.max_steps)
     if len(usable) > MAX_TRIALS:  # a uniform sample keeps the whole space represented
         usable = random.Random(seed).sample(usable, MAX_TRIALS)
@@ -41,6 +36,13 @@ def parameter_importance(spec: StudySpec, trials: Sequence[TrialRecord],
              and all(n in t.config for t in usable)]
     if len(usable) < MIN_TRIALS or not names:
         return {}
+    # Only now: Optuna's importance pulls in scikit-learn's ensembles (over a second of CPU in
+    # a fresh driver), which a small study's report never uses.
+    import optuna
+    from optuna.importance import FanovaImportanceEvaluator, get_param_importances
+
+    from searchsvc.searchers.models import optuna_distribution
+
     dists = {n: optuna_distribution(spec.parameters[n]) for n in names}
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     study = optuna.create_study(direction=direction(spec.mode).optuna)
