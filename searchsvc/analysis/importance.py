@@ -36,8 +36,8 @@ def parameter_importance(spec: StudySpec, trials: Sequence[TrialRecord],
              and all(n in t.config for t in usable)]
     if len(usable) < MIN_TRIALS or not names:
         return {}
-    # Only now: Optuna's importance pulls in scikit-learn's ensembles (over a second of CPU in
-    # a fresh driver), which a small study's report never uses.
+    # Only now: Optuna's importance pulls in scikit-learn's ensembles (about half a CPU-second
+    # of a fresh `searchsvc report`), which a small study's report never uses.
     import optuna
     from optuna.importance import FanovaImportanceEvaluator, get_param_importances
 

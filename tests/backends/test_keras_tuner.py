@@ -125,9 +125,11 @@ def test_a_study_that_never_uses_keras_does_not_import_tensorflow(tmp_path: Path
     # The quickstart, shortened: every phase a run goes through (preflight, search, seed
     # repeats, report) in a few trials, on one worker.
     study = tmp_path / "quickstart.yaml"
-    study.write_text((ROOT / "spaces" / "quickstart.yaml").read_text().replace(
-        "budget: {trials: 16, max_concurrent: 2, max_steps: 8}",
-        "budget: {trials: 4, max_concurrent: 1, max_steps: 2}\nnoise: {top_k: 1, seeds: 2}"))
+    text = (ROOT / "spaces" / "quickstart.yaml").read_text()
+    budget = "budget: {trials: 16, max_concurrent: 2, max_steps: 8}"
+    assert budget in text
+    study.write_text(text.replace(budget, "budget: {trials: 4, max_concurrent: 1, max_steps: 2}\n"
+                                          "noise: {top_k: 1, seeds: 2}"))
     script = f"""
 import sys
 from searchsvc.cli import main
