@@ -254,13 +254,17 @@ class StudyPBT(_ArmPopulation, PBT):
         return (StudyPB2 if schedule.variant == "pb2" else cls)(schedule, spec, events)
 
     def __init__(self, schedule: PopulationSchedule, spec: StudySpec, events: SchedulerEvents):
+        # require_attrs=False: a result without the study's metric goes on, as Ray's rung
+        # schedulers let it, instead of raising inside Tune's loop (a traceback that ended the
+        # run): the trial then fails as one that never reported its objective, like any
+        # searcher's, and the study's failure rules and report name it. PB2 alike.
         super().__init__(
             time_attr=STEP, metric=spec.metric, mode=spec.mode,
             perturbation_interval=schedule.perturbation_interval,
             hyperparam_mutations={k: list(v) for k, v in schedule.mutations.items()},
             quantile_fraction=schedule.quantile_fraction,
             resample_probability=schedule.resample_probability, synch=schedule.synch,
-            log_config=False,
+            log_config=False, require_attrs=False,
         )
         self.spec, self.events = spec, events
 
@@ -272,7 +276,7 @@ class StudyPB2(_ArmPopulation, PB2Hooks):
             perturbation_interval=schedule.perturbation_interval,
             hyperparam_bounds={k: list(v) for k, v in schedule.bounds.items()},
             quantile_fraction=schedule.quantile_fraction, synch=schedule.synch,
-            log_config=False,
+            log_config=False, require_attrs=False,
         )
         self.spec, self.events = spec, events
 

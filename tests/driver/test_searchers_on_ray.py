@@ -374,6 +374,27 @@ def test_pb2_explores_within_the_nuisance_bounds_and_every_step_follows_its_line
     assert len(workers) <= len(trials) == 4, len(workers)
 
 
+
+@pytest.mark.parametrize("variant", ["pbt", "pb2"])
+def test_a_population_whose_objective_never_reports_the_metric_fails_each_trial_naming_it(
+        ray_local, tmp_path: Path, variant: str) -> None:
+    """Ray's PBT raises inside Tune's loop on a result without its metric (the run ended in
+    a traceback); here each trial fails as any searcher's does, naming the metric."""
+    store = SqlStore(f"sqlite:///{tmp_path / 'db.sqlite'}")
+    text = with_searcher((SPACES / "toy_pbt.yaml").read_text(), f"unreported_{variant}", "pbt",
+                         f"{{variant: {variant}, perturbation_interval: 1, synch: true}}")
+    text = text.replace("metric: score", "metric: scor").replace(
+        "budget: {trials: 8, max_concurrent: 8, max_steps: 24}",
+        "budget: {trials: 2, max_concurrent: 2, max_steps: 2}")
+    assert "metric: scor\n" in text and "trials: 2," in text
+    run_text(text, store, tmp_path / "unreported.yaml")
+    assert store.get_study(f"unreported_{variant}").state == "failed"
+    trials = store.get_trials(f"unreported_{variant}")
+    assert [t.state for t in trials] == [TrialState.FAILED] * 2
+    for t in trials:
+        assert "without reporting the metric 'scor'" in (t.error or ""), t.error
+        assert "score" in (t.error or "")  # what it did report
+
 # --- Architecture search: nas ---------------------------------------------------------------
 
 def one_mutation_apart(parent: dict[str, Any], child: dict[str, Any], genes: set[str]) -> bool:
