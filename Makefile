@@ -50,7 +50,7 @@ test: $(STAMP) browser postgres
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet  # the docs site, into site/
 	$(PYTEST) -q $(PYTEST_PARALLEL) -m "not last" --durations=15
-	$(PYTEST) -q -m last  # after the others: what the suite left behind
+	$(PYTEST) -q -m last tests/last  # after the others: what the suite left behind
 
 lint: $(STAMP)
 	$(BIN)/ruff check searchsvc objectives tests examples benchmarks docs

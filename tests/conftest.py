@@ -83,12 +83,27 @@ def pytest_configure(config: pytest.Config) -> None:
 DURATIONS = json.loads((Path(__file__).with_name("durations.json")).read_text())
 
 
+# The tests marked ``last`` live here: `make test` runs them after the others, collecting this
+# folder alone (collecting the whole suite again would take longer than they do).
+LAST_FOLDER = ROOT / "tests" / "last"
+
+
+def _check_last_tests_are_in_their_folder(items: list[pytest.Item]) -> None:
+    strays = [item.nodeid for item in items if item.get_closest_marker("last") is not None
+              and not item.path.is_relative_to(LAST_FOLDER)]
+    if strays:
+        raise pytest.UsageError(
+            f"tests marked `last` belong in {LAST_FOLDER.relative_to(ROOT)}/, the folder "
+            f"`make test` runs them from after the others; move: {', '.join(strays)}")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The tests marked ``last`` run after all the others: they check what the suite left.
     Before them, the longest modules come first (tests/durations.json; then the other modules
     with ``slow`` tests): the parallel workers take whole modules in this order, so the long
     ones start early and the short ones fill in at the end, instead of one long module running
     alone after the others have finished."""
+    _check_last_tests_are_in_their_folder(items)
     slow_modules = {item.module.__name__ for item in items
                     if item.module is not None and item.get_closest_marker("slow")}
 
