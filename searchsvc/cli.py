@@ -6,6 +6,8 @@ and the process exits with the error's exit code (2 for a bad study file).
 
 from __future__ import annotations
 
+import contextlib
+import faulthandler
 import json
 import os
 import sys
@@ -871,6 +873,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def entrypoint() -> None:
+    # A crash in native code (Ray's core worker, a C extension) would end the process with
+    # nothing but its signal for an exit code: every thread's Python stack goes to stderr
+    # first, into the terminal or the service's log of the driver.
+    # (skipped where stderr is no file, as under an embedding host)
+    with contextlib.suppress(AttributeError, ValueError, OSError):
+        faulthandler.enable(all_threads=True)
     sys.exit(main())
 
 

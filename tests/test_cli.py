@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from searchsvc.cli import main
@@ -100,6 +103,19 @@ def test_unknown_study_and_format_are_clear_errors(searchsvc_home: Path, capsys)
     assert "no study named 'nope'" in capsys.readouterr().err
     assert main(["report", "quickstart", "--format", "pdf"]) == 1
     assert "unknown report format 'pdf' (valid: html, md, json)" in capsys.readouterr().err
+
+
+def test_a_crash_in_native_code_shows_each_threads_python_stack() -> None:
+    """The command line's process (`searchsvc`, `python -m searchsvc.cli`) dumps every
+    thread's Python stack when native code crashes it, instead of ending with only SIGSEGV."""
+    crash = ("import ctypes, searchsvc.cli as cli\n"
+             "cli.main = lambda: ctypes.string_at(0)  # a read of address 0: SIGSEGV\n"
+             "cli.entrypoint()\n")
+    done = subprocess.run([sys.executable, "-c", crash], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == -signal.SIGSEGV, done
+    assert "Fatal Python error: Segmentation fault" in done.stderr, done.stderr
+    assert "in <lambda>" in done.stderr and "in entrypoint" in done.stderr, done.stderr
 
 
 def test_a_mistyped_command_or_option_is_a_usage_error_not_a_traceback(capsys) -> None:
