@@ -875,8 +875,8 @@ def main(argv: list[str] | None = None) -> int:
 def entrypoint() -> None:
     # A crash in native code (Ray's core worker, a C extension) would end the process with
     # nothing but its signal for an exit code: every thread's Python stack goes to stderr
-    # first, into the terminal or the service's log of the driver.
-    # (skipped where stderr is no file, as under an embedding host)
+    # first, into the terminal or the service's log of the driver (not where stderr is no
+    # file, as under an embedding host).
     with contextlib.suppress(AttributeError, ValueError, OSError):
         faulthandler.enable(all_threads=True)
     sys.exit(main())
