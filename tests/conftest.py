@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,6 +78,17 @@ def pytest_configure(config: pytest.Config) -> None:
     # `objectives`: the root goes first on a PYTHONPATH the caller may already have set.
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *[p for p in paths if p != str(ROOT)]])
+    # Module and session fixtures run before the per-test home above: what they run (a shared
+    # study and its report) goes to a home of this process's own, never to the user's
+    # ~/.searchsvc or to a SEARCHSVC_HOME their shell sets.
+    os.environ["SEARCHSVC_HOME"] = _SESSION_HOME
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_SESSION_HOME, ignore_errors=True)
+
+
+_SESSION_HOME = tempfile.mkdtemp(prefix="searchsvc-tests-home-")
 
 
 # Seconds each long test module takes (measured, the longest first; a rough guide to order
