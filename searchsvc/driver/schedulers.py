@@ -7,33 +7,20 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 from ray.tune.schedulers import FIFOScheduler, TrialScheduler
 
 from searchsvc.analysis.dimensionality import RunningCollapse
 from searchsvc.core.stopping import ArmKey, StoppingRule, arm_key
-from searchsvc.driver.raycompat import PBT, PB2Hooks, forget_ended_trials, waiting_trials
+from searchsvc.driver.population import ArmPopulation
+from searchsvc.driver.raycompat import PBT, forget_ended_trials, waiting_trials
+from searchsvc.driver.schedule_base import STEP, SchedulerEvents, trial_number
 from searchsvc.plugins import SCHEDULERS
 from searchsvc.searchers import HyperbandSchedule, PopulationSchedule, Schedule, StoppingSchedule
 from searchsvc.searchers.stopping import Result, decider
-from searchsvc.spec import RangeParameter, StudySpec
+from searchsvc.spec import StudySpec
 from searchsvc.worker.context import DIMENSIONALITY_KEY, META_KEY
-
-STEP = "training_iteration"
-
-
-class SchedulerEvents(Protocol):
-    """Where schedulers report what they did to a trial (the store callback)."""
-
-    def stopped_early(self, trial: Any, step: int, data: dict[str, Any]) -> None: ...
-
-    def exploited(self, trial: Any, step: int, data: dict[str, Any]) -> None: ...
-
-
-def trial_number(trial: Any) -> int:
-    return int(trial.config[META_KEY]["number"])
 
 
 def create_scheduler(schedule: Schedule | None, spec: StudySpec, events: SchedulerEvents
@@ -206,43 +193,7 @@ class StudyHyperBand(StudyStopping):
                               "within each scientific arm")
 
 
-class _ArmPopulation:
-    """PBT glue shared by the PBT and PB2 schedulers: exploitation stays within the trial's
-    scientific arm (its population), a trial keeps its own identity when it copies another's
-    weights, and each exploit is reported with parent and child."""
-
-    events: SchedulerEvents
-    spec: StudySpec
-
-    def on_trial_add(self, tune_controller: Any, trial: Any) -> None:
-        # Ray refuses any search algorithm beside PBT, because a model-based one would learn
-        # from configs PBT changed behind its back. searchsvc's only hands out the study's
-        # initial population (and pbt's searcher learns nothing), so it is hidden from the check.
-        super().on_trial_add(_WithoutSearchAlg(tune_controller), trial)  # type: ignore[misc]
-
-    def population_of(self, trial: Any) -> Callable[[Any], bool]:
-        arm = _arm_key(trial)
-        return lambda other: _arm_key(other) == arm
-
-    def adjust_config(self, trial: Any, new_config: dict[str, Any]) -> dict[str, Any]:
-        new_config[META_KEY] = trial.config[META_KEY]
-        for name, value in list(new_config.items()):
-            param = self.spec.parameters.get(name)
-            if isinstance(param, RangeParameter) and isinstance(value, int | float):
-                value = min(max(value, param.low), param.high)
-                new_config[name] = round(value) if param.kind == "int" else float(value)
-        return new_config
-
-    def after_exploit(self, trial: Any, parent: Any, step: int, parent_step: int,
-                      old_config: dict[str, Any]) -> None:
-        self.events.exploited(trial, step, {
-            "parent": trial_number(parent), "parent_step": parent_step,
-            "old_config": _user_config(old_config), "new_config": _user_config(trial.config),
-            "parent_config": _user_config(parent.config),
-        })
-
-
-class StudyPBT(_ArmPopulation, PBT):
+class StudyPBT(ArmPopulation, PBT):
     kind: ClassVar[str] = "population"
     summary: ClassVar[str] = ("population based training (PBT, or PB2 by `variant`): trials "
                               "copy a better trial's checkpoint and perturb its config")
@@ -251,7 +202,11 @@ class StudyPBT(_ArmPopulation, PBT):
     def for_study(cls, schedule: PopulationSchedule, spec: StudySpec,
                   events: SchedulerEvents) -> TrialScheduler:
         random.seed(schedule.seed)  # Ray's PBT draws from the global `random` module
-        return (StudyPB2 if schedule.variant == "pb2" else cls)(schedule, spec, events)
+        if schedule.variant == "pb2":  # imported only for PB2: Ray's PB2 imports scikit-learn
+            from searchsvc.driver.pb2 import StudyPB2
+
+            return StudyPB2(schedule, spec, events)
+        return cls(schedule, spec, events)
 
     def __init__(self, schedule: PopulationSchedule, spec: StudySpec, events: SchedulerEvents):
         # require_attrs=False: a result without the study's metric goes on, as Ray's rung
@@ -267,35 +222,3 @@ class StudyPBT(_ArmPopulation, PBT):
             log_config=False, require_attrs=False,
         )
         self.spec, self.events = spec, events
-
-
-class StudyPB2(_ArmPopulation, PB2Hooks):
-    def __init__(self, schedule: PopulationSchedule, spec: StudySpec, events: SchedulerEvents):
-        super().__init__(
-            time_attr=STEP, metric=spec.metric, mode=spec.mode,
-            perturbation_interval=schedule.perturbation_interval,
-            hyperparam_bounds={k: list(v) for k, v in schedule.bounds.items()},
-            quantile_fraction=schedule.quantile_fraction, synch=schedule.synch,
-            log_config=False, require_attrs=False,
-        )
-        self.spec, self.events = spec, events
-
-
-class _WithoutSearchAlg:
-    def __init__(self, controller: Any):
-        self._controller = controller
-
-    search_alg = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._controller, name)
-
-
-def _arm_key(trial: Any) -> tuple:
-    arm = trial.config.get(META_KEY, {}).get("arm") or {}
-    return tuple(sorted((k, repr(v)) for k, v in arm.items()))
-
-
-def _user_config(config: dict) -> dict:
-    return {k: v for k, v in config.items() if k != META_KEY}
-

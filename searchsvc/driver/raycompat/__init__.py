@@ -20,7 +20,7 @@ from searchsvc.driver.raycompat.controller import (
     waiting_trials,
 )
 from searchsvc.driver.raycompat.node import lean_node, tag_callbacks_without_integrations
-from searchsvc.driver.raycompat.population import PBT, PB2Hooks, PopulationHooks
+from searchsvc.driver.raycompat.population import PBT, PopulationHooks
 from searchsvc.driver.raycompat.workers import (
     keep_workers_for,
     release_cached_workers_while,
@@ -61,8 +61,9 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("_ObjectCache", "_num_cached_objects"), ("_ObjectCache", "_max_num_objects"),
 )
 
-__all__ = ["ENCODER_NOTE", "PBT", "PRIVATE_NAMES", "RAY_VERSIONS", "PB2Hooks", "PopulationHooks",
+__all__ = ["ENCODER_NOTE", "PBT", "PRIVATE_NAMES", "RAY_VERSIONS", "PopulationHooks",
            "actor_key", "actor_node_id", "forget_ended_trials", "keep_workers_for", "lean_node",
            "release_cached_workers_while", "start_unresettable_trials_afresh",
            "tag_callbacks_without_integrations", "trainables_inherit_node_environment",
            "trials_restore_from_their_checkpoint", "waiting_trials"]
+

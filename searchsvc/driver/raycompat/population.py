@@ -6,7 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 from ray.tune.schedulers import PopulationBasedTraining
-from ray.tune.schedulers.pb2 import PB2
 
 
 class PopulationHooks:
@@ -79,7 +78,3 @@ def _drop_stale_stop(tune_controller: Any, trial: Any) -> None:
 
 class PBT(PopulationHooks, PopulationBasedTraining):
     """Ray's Population Based Training with :class:`PopulationHooks`."""
-
-
-class PB2Hooks(PopulationHooks, PB2):
-    """Ray's PB2 with :class:`PopulationHooks`."""
