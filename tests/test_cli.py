@@ -58,6 +58,23 @@ def test_a_run_refused_by_its_cluster_address_replaces_no_study(searchsvc_home: 
         assert len(store.get_trials("quickstart")) == 3  # the study it would replace is kept
 
 
+def test_a_cluster_address_where_nothing_answers_fails_after_20_seconds_naming_it(
+        searchsvc_home: Path) -> None:
+    from searchsvc.testing.served import free_port
+
+    store = seeded_store(searchsvc_home)
+    address = f"127.0.0.1:{free_port()}"  # nothing listens there
+    done = subprocess.run([sys.executable, "-m", "searchsvc.cli", "run",
+                           str(ROOT / "spaces" / "quickstart.yaml"), "--overwrite", "--address",
+                           address, "--no-preflight"], capture_output=True, text=True,
+                          timeout=300)  # ray.init alone would retry for many minutes
+    assert done.returncode == 6, done.stderr
+    assert f"could not start Ray at {address}: ClusterRefused: no Ray cluster answered at " \
+        f"{address} within 20 s" in done.stderr
+    assert "RAY_AUTH_TOKEN" not in done.stderr  # a token is not what is wrong
+    assert len(store.get_trials("quickstart")) == 3  # the study it would replace is kept
+
+
 def test_list_fits_80_columns_with_the_best_values_whole(searchsvc_home: Path, capsys,
                                                          monkeypatch) -> None:
     store = seeded_store(searchsvc_home)

@@ -57,13 +57,16 @@ def ray_session(spec: StudySpec, options: RunOptions, *, search_paths: Sequence[
         kwargs.update(address="local", num_cpus=options.num_cpus, num_gpus=options.num_gpus,
                       include_dashboard=False)
     try:
+        _check_cluster_answers(options.address)
         _init_ray(kwargs, embedded=not options.address,
                   state_api=spec.resources.data_parallel)
     except Exception as exc:
         where = f"at {options.address}" if options.address else "locally"
+        silent = isinstance(exc, ClusterRefused) and exc.kind == "silent"
         hint = (" If the cluster uses token authentication (Ray's default since 2.60), give "
                 "this process its token: RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (or "
-                "RAY_AUTH_TOKEN_PATH, default ~/.ray/auth_token)." if options.address else "")
+                "RAY_AUTH_TOKEN_PATH, default ~/.ray/auth_token)."
+                if options.address and not silent else "")
         raise RunnerError(
             f"could not start Ray {where}: {type(exc).__name__}: {exc}.{hint}") from None
     try:
@@ -73,6 +76,33 @@ def ray_session(spec: StudySpec, options: RunOptions, *, search_paths: Sequence[
         from searchsvc.driver.shutdown import shutdown_ray
 
         shutdown_ray()
+
+
+# How long a cluster's head may take to answer an attaching driver: one that is still starting
+# answers within seconds; ray.init itself would wait for minutes on an address where nothing
+# listens.
+CLUSTER_ANSWER_WAIT_S = 20.0
+
+
+class ClusterRefused(ConnectionError):
+    """The cluster at the address refused this process (``kind`` "token"), or nothing answered
+    there ("silent")."""
+
+    def __init__(self, kind: str, why: str):
+        super().__init__(why)
+        self.kind = kind
+
+
+def _check_cluster_answers(address: str | None) -> None:
+    """Raise :class:`ClusterRefused` when a cluster given by HOST:PORT refuses this process's
+    token or does not answer at all, before ``ray.init`` retries either for a long time."""
+    if not address or address.strip().lower() == "auto":
+        return  # embedded, or the address Ray finds itself
+    from searchsvc.driver.raycompat import gcs_problem
+
+    problem = gcs_problem(address.strip(), wait_s=CLUSTER_ANSWER_WAIT_S)
+    if problem is not None:
+        raise ClusterRefused(*problem)
 
 
 # What Ray raises when a node it started did not register within its fixed 30 s: on a machine

@@ -161,7 +161,10 @@ def test_a_cluster_with_token_authentication_refuses_a_driver_without_the_token(
                      f"sqlite:///{tmp_path / 'db.sqlite'}", token=False)
     assert done.returncode == 6, done.stdout + done.stderr
     assert f"could not start Ray at {cluster.address}" in done.stderr
+    assert "the cluster refused this process's token" in done.stderr
     assert "RAY_AUTH_TOKEN" in done.stderr
+    # Refused at the first request: not retried the 20 times, a second apart, ray.init would.
+    assert done.stderr.count("Failed to get cluster ID") == 1, done.stderr
 
 
 def test_half_gpu_trials_pack_two_to_a_gpu_and_never_more(cluster: LoopbackCluster,

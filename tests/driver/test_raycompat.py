@@ -13,6 +13,7 @@ import ray
 from packaging.specifiers import SpecifierSet
 from ray._private.node import Node
 from ray._private.parameter import RayParams
+from ray._raylet import InnerGcsClient
 from ray.actor import ActorHandle
 from ray.tune.execution.class_cache import _ActorClassCache
 from ray.tune.execution.tune_controller import TrialRunnerWrapper, TuneController
@@ -27,7 +28,8 @@ OWNERS = {"_Bracket": _Bracket, "AsyncHyperBandScheduler": AsyncHyperBandSchedul
           "PopulationBasedTraining": PopulationBasedTraining, "ActorHandle": ActorHandle,
           "TuneController": TuneController, "TrialRunnerWrapper": TrialRunnerWrapper,
           "_ActorClassCache": _ActorClassCache, "Trial": Trial, "RayParams": RayParams,
-          "_ObjectCache": _ObjectCache, "Node": Node}
+          "_ObjectCache": _ObjectCache, "Node": Node,
+          "InnerGcsClient": InnerGcsClient}
 
 
 def test_the_installed_ray_is_in_the_checked_range_and_pyproject_pins_it() -> None:

@@ -19,6 +19,7 @@ from searchsvc.driver.raycompat.controller import (
     trials_restore_from_their_checkpoint,
     waiting_trials,
 )
+from searchsvc.driver.raycompat.gcs import gcs_problem
 from searchsvc.driver.raycompat.node import lean_node, tag_callbacks_without_integrations
 from searchsvc.driver.raycompat.population import PBT, PopulationHooks
 from searchsvc.driver.raycompat.workers import (
@@ -53,7 +54,8 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("ActorHandle", "_actor_id"),
     ("ray._private", "state"), ("ray.air._internal.usage", "tag_callbacks"),
     ("ray.air._internal.usage", "record_extra_usage_tag"), ("ray.air._internal.usage", "TagKey"),
-    ("ray._private.parameter", "RayParams"),
+    ("ray._private.parameter", "RayParams"), ("ray._raylet", "InnerGcsClient"),
+    ("InnerGcsClient", "standalone"),
     ("RayParams", "no_monitor"), ("RayParams", "include_log_monitor"),
     ("ray._private.node", "Node"), ("Node", "start_api_server"),
     ("TuneController", "_maybe_cache_trial_actor"), ("TuneController", "_actor_cache"),
@@ -62,7 +64,8 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
 )
 
 __all__ = ["ENCODER_NOTE", "PBT", "PRIVATE_NAMES", "RAY_VERSIONS", "PopulationHooks",
-           "actor_key", "actor_node_id", "forget_ended_trials", "keep_workers_for", "lean_node",
+           "actor_key", "actor_node_id", "forget_ended_trials", "gcs_problem",
+           "keep_workers_for", "lean_node",
            "release_cached_workers_while", "start_unresettable_trials_afresh",
            "tag_callbacks_without_integrations", "trainables_inherit_node_environment",
            "trials_restore_from_their_checkpoint", "waiting_trials"]
