@@ -54,6 +54,31 @@ def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqlSto
     s.close()
 
 
+def test_the_head_revision_is_alembics_and_a_store_at_it_opens_without_alembic(
+        tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from searchsvc.store.sql import HEAD_REVISION, MIGRATIONS
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    assert ScriptDirectory.from_config(config).get_current_head() == HEAD_REVISION
+    url = f"sqlite:///{tmp_path / 'db.sqlite'}"
+    SqlStore(url).create_study(name="s", metric="loss", mode="min", searcher="random",
+                               spec_text="", spec_file="s.yaml", total_trials=1,
+                               results_dir=None, provenance={})
+    opened = subprocess.run([sys.executable, "-c", f"""
+import sys
+from searchsvc.store import SqlStore
+print(SqlStore({url!r}).get_study("s").name, "alembic" in sys.modules)
+"""], capture_output=True, text=True, timeout=120)
+    assert opened.stdout.split() == ["s", "False"], opened.stderr
+
+
 def test_a_database_made_before_migrations_is_adopted_not_recreated(tmp_path: Path) -> None:
     from alembic import command
     from alembic.config import Config
