@@ -73,9 +73,10 @@ def migrate(engine: Engine) -> None:
     """Bring the database's schema to the newest migration, under a lock (a file beside an
     SQLite database, an advisory lock on PostgreSQL), so that processes opening one new store at
     once migrate it once and all succeed. A database created before searchsvc used migrations
-    (tables, no ``alembic_version``) is first stamped with the baseline. A database already at
-    :data:`HEAD_REVISION` is left as it is without loading Alembic (a third of a second of
-    every command that opens the store)."""
+    (tables, no ``alembic_version``) is first stamped with the baseline; an empty one is
+    built at the newest revision at once. A database already at :data:`HEAD_REVISION` is left
+    as it is without loading Alembic (a third of a second of every command that opens the
+    store)."""
     if _at_head(engine):
         return
     with _migration_lock(engine), engine.begin() as connection:
@@ -96,17 +97,37 @@ def _at_head(engine: Engine) -> bool:
 
 
 def _upgrade(connection: Any) -> None:
+    from sqlalchemy import inspect
+
+    tables = set(inspect(connection).get_table_names())
+    if not tables:
+        _create_at_head(connection)
+        return
     from alembic import command
     from alembic.config import Config
-    from sqlalchemy import inspect
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
-    tables = set(inspect(connection).get_table_names())
     if "studies" in tables and "alembic_version" not in tables:
         command.stamp(config, "0001")
     command.upgrade(config, "head")
+
+
+def _create_at_head(connection: Any) -> None:
+    """An empty database gets the schema the code declares and is stamped with the newest
+    revision, as Alembic's cookbook builds a database from scratch, without running every
+    migration in turn (tests/store checks that the migrations build exactly this schema)."""
+    from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table
+
+    from searchsvc.store.schema import Base
+
+    Base.metadata.create_all(connection)
+    version = Table("alembic_version", MetaData(),  # Alembic's own version table
+                    Column("version_num", String(32), nullable=False),
+                    PrimaryKeyConstraint("version_num", name="alembic_version_pkc"))
+    version.create(connection)
+    connection.execute(version.insert().values(version_num=HEAD_REVISION))
 
 
 @contextmanager

@@ -141,14 +141,53 @@ def test_a_constrained_study_stored_before_its_bounds_were_kept_is_judged_by_the
     assert study.best_value == 0.5
 
 
-def test_the_migrations_build_exactly_the_schema_the_code_uses(sql_store: SqlStore) -> None:
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_the_migrations_build_exactly_the_schema_the_code_uses(
+        request: pytest.FixtureRequest, tmp_path: Path, database: str) -> None:
+    from alembic import command
     from alembic.autogenerate import compare_metadata
+    from alembic.config import Config
+    from alembic.migration import MigrationContext
+    from sqlalchemy import create_engine
+
+    from searchsvc.store.schema import Base
+    from searchsvc.store.sql import HEAD_REVISION, MIGRATIONS
+
+    # Every migration in turn, from an empty database: what an old store goes through, and
+    # the schema a new store is created with at once (create_all, stamped at the head).
+    engine = create_engine(sql_url(request, tmp_path, database))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection)
+        assert compare_metadata(context, Base.metadata) == []
+        assert context.get_current_revision() == HEAD_REVISION
+    engine.dispose()
+
+
+def test_a_new_store_is_created_at_the_head_revision_alembic_recognises(
+        sql_store: SqlStore) -> None:
+    from alembic import command
+    from alembic.autogenerate import compare_metadata
+    from alembic.config import Config
     from alembic.migration import MigrationContext
 
     from searchsvc.store.schema import Base
+    from searchsvc.store.sql import HEAD_REVISION, MIGRATIONS
 
-    with sql_store.engine.connect() as connection:  # SqlStore migrated it on open
-        assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
+    with sql_store.engine.connect() as connection:  # SqlStore created it on open
+        context = MigrationContext.configure(connection)
+        assert context.get_current_revision() == HEAD_REVISION
+        assert compare_metadata(context, Base.metadata) == []
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with sql_store.engine.begin() as connection:  # a later migration would start from here
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+        assert MigrationContext.configure(connection).get_current_revision() == HEAD_REVISION
 
 
 def test_tokens_are_stored_hashed(sql_store: SqlStore) -> None:
