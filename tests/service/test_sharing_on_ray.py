@@ -58,7 +58,11 @@ def test_a_small_study_gets_a_slot_when_a_big_ones_trial_ends(tmp_path: Path) ->
                                            "allowance": 1}
     later = events[events.index(arrival) + 1:]
     gone = next(e for e in later if "small" not in e["studies"])
-    assert gone["studies"]["big"]["allowance"] == 2, json.dumps(later, indent=1)
+    # Both slots, or as many as alice still wants (on a busy machine bob's study can end when
+    # she has one trial left to start).
+    big = gone["studies"]["big"]
+    assert big["wants"] >= 1 and big["allowance"] == min(2, big["wants"]), json.dumps(
+        later, indent=1)
     # bob's driver was told, with why.
     assert ("shared cluster: this study may run 1 trial(s) at once (1 of 2 slot(s) while 1 "
             "other user(s) have studies running)") in log
