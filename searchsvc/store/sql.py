@@ -14,7 +14,23 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Table, case, create_engine, delete, event, func, insert, select, update
+from sqlalchemy import (
+    Column,
+    MetaData,
+    PrimaryKeyConstraint,
+    String,
+    Table,
+    case,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    inspect,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
@@ -49,6 +65,7 @@ from searchsvc.store.base import (
 from searchsvc.store.base import MeasurementRow as MeasurementItem
 from searchsvc.store.outage import OutageWatch, is_transient, short_error
 from searchsvc.store.schema import (
+    Base,
     EventRow,
     MeasurementRow,
     QuotaRow,
@@ -87,8 +104,6 @@ def migrate(engine: Engine) -> None:
 
 
 def _at_head(engine: Engine) -> bool:
-    from sqlalchemy import inspect, text
-
     with engine.connect() as connection:
         if not inspect(connection).has_table("alembic_version"):
             return False
@@ -97,8 +112,6 @@ def _at_head(engine: Engine) -> bool:
 
 
 def _upgrade(connection: Any) -> None:
-    from sqlalchemy import inspect
-
     tables = set(inspect(connection).get_table_names())
     if not tables:
         _create_at_head(connection)
@@ -118,10 +131,6 @@ def _create_at_head(connection: Any) -> None:
     """An empty database gets the schema the code declares and is stamped with the newest
     revision, as Alembic's cookbook builds a database from scratch, without running every
     migration in turn (tests/store checks that the migrations build exactly this schema)."""
-    from sqlalchemy import Column, MetaData, PrimaryKeyConstraint, String, Table
-
-    from searchsvc.store.schema import Base
-
     Base.metadata.create_all(connection)
     version = Table("alembic_version", MetaData(),  # Alembic's own version table
                     Column("version_num", String(32), nullable=False),

@@ -69,4 +69,3 @@ __all__ = ["ENCODER_NOTE", "PBT", "PRIVATE_NAMES", "RAY_VERSIONS", "PopulationHo
            "release_cached_workers_while", "start_unresettable_trials_afresh",
            "tag_callbacks_without_integrations", "trainables_inherit_node_environment",
            "trials_restore_from_their_checkpoint", "waiting_trials"]
-
