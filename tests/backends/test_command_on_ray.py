@@ -6,6 +6,8 @@ study's interrupted scripts go on from their checkpoints when it is resumed."""
 
 from __future__ import annotations
 
+import os
+import signal
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -238,7 +240,9 @@ def test_a_w_and_b_sweep_from_its_docs_imports_and_runs_offline(
 
 RESUMABLE = '''
 """Trains nothing real: goes on from ckpt.json in --ckpt-dir when there is one, prints
-`epoch=N val_loss=X` and saves ckpt.json each epoch; every epoch it runs goes to trace/."""
+`epoch=N val_loss=X` and saves ckpt.json each epoch; every epoch it runs goes to trace/. A fresh
+run with the learning rate written in ./hold stops after epoch 3 until ./hold is gone (its pid
+in ./held.pid), so that the study can be killed while it is surely running."""
 import argparse
 import json
 import os
@@ -260,6 +264,11 @@ for epoch in range(start, 7):
         f.write(f"{epoch}\\n")
     saved.write_text(json.dumps({"epoch": epoch}))
     print(f"epoch={epoch} val_loss={abs(args.lr - 0.3) + 1.0 / epoch:.5f}", flush=True)
+    hold = Path("hold")
+    if start == 1 and epoch == 3 and hold.exists() and float(hold.read_text()) == args.lr:
+        Path("held.pid").write_text(str(os.getpid()))
+        while hold.exists():
+            time.sleep(0.05)
 '''
 
 
@@ -273,14 +282,26 @@ def test_a_killed_script_study_resumes_each_interrupted_trial_from_its_checkpoin
         name="resumable", values=[0.1, 0.2, 0.3, 0.4], stopping="").replace(
         " --epochs 6", ""))
 
-    def checkpointed_while_running(store: Any) -> bool:
+    # The trial of lr 0.3 holds after its third epoch: the study is killed once that epoch's
+    # checkpoint is recorded, while the trial surely has epochs to go (killed at a moment
+    # chosen by the clock, a trial could report its last epoch in between and end complete).
+    (tmp_path / "hold").write_text("0.3")
+
+    def held_after_a_checkpoint(store: Any) -> bool:
         trials = store.get_trials("resumable")
-        saved = {(e.number, e.data.get("attempt"))
+        saved = {(e.number, e.step, e.data.get("attempt"))
                  for e in store.get_events("resumable", kind=EventKind.CHECKPOINT)}
         return sum(t.state == TrialState.COMPLETED for t in trials) >= 1 and any(
-            t.state == TrialState.RUNNING and (t.number, t.attempts) in saved for t in trials)
+            t.state == TrialState.RUNNING and t.config["lr"] == 0.3
+            and (t.number, 3, t.attempts) in saved for t in trials)
 
-    store, _ = kill_and_resume(tmp_path, "resumable", until=checkpointed_while_running)
+    def release() -> None:
+        # The killed worker's script, left waiting: gone as with its machine, not to go on.
+        os.kill(int((tmp_path / "held.pid").read_text()), signal.SIGKILL)
+        (tmp_path / "hold").unlink()
+
+    store, _ = kill_and_resume(tmp_path, "resumable", until=held_after_a_checkpoint,
+                               between=release)
     assert store.get_study("resumable").state == "completed"
     saved: dict[int, int] = {}
     for event in store.get_events("resumable", kind=EventKind.CHECKPOINT):
@@ -288,7 +309,7 @@ def test_a_killed_script_study_resumes_each_interrupted_trial_from_its_checkpoin
             saved[event.number] = max(saved.get(event.number, 0), event.step or 0)
     trials = store.get_trials("resumable", measurements=True)
     interrupted = [t for t in trials if t.attempts == 2]
-    assert any(t.number in saved for t in interrupted)
+    assert [saved.get(t.number) for t in interrupted if t.config["lr"] == 0.3] == [3]
     for trial in trials:
         lr = trial.config["lr"]
         assert [(m.step, m.value) for m in trial.measurements if m.attempt == trial.attempts
