@@ -4,12 +4,14 @@ the run (``/proc/stat``: every process, Ray's workers included, which leave the 
 and a calibration before and after: the best of three runs of a 10-million-iteration empty loop
 in a fresh ``python3``.
 
-The suite is CPU-bound on a 2-core machine, so its time scales with the calibration: the same
-commit took 858.7 s of pytest where the loop took 0.21 s and 1,844.9 s where it took 0.45 s
-(ratios 2.15 and 2.14). The script prints the pytest time scaled to a machine whose loop takes
-``--reference-loop-s`` (default 0.21 s), so that runs on machines of different speeds compare.
+The suite is CPU-bound on a 2-core machine, so its time scales with the calibration: two
+commits with nearly the same tests took 858.7 s of pytest where the loop took 0.21 s and
+1,844.9 s where it took 0.41 to 0.48 s (ratios 2.15 and about 2.1). The script prints the
+pytest time scaled to a machine whose loop takes ``--reference-loop-s`` (default 0.21 s), so
+that runs on machines of different speeds compare; the loop itself can move by tens of percent
+within one run on a shared machine, so the scaled figure is a guide, not a measurement.
 
-    .venv/bin/python benchmarks/suite_time.py [--json FILE] [-- make test]
+    python3 benchmarks/suite_time.py [--json FILE] [-- make test]
 
 Run it on an otherwise idle machine: whatever else runs is counted in the CPU seconds and
 slows the suite.
