@@ -22,6 +22,7 @@ import pytest
 from searchsvc.core import EventKind, TrialState
 from searchsvc.driver.head import processes_naming
 from searchsvc.service.sharing import read_events
+from searchsvc.store import SqlStore
 from searchsvc.testing.loopback import LoopbackCluster
 from searchsvc.testing.served import (
     CHECKPOINTED_STUDY,
@@ -46,6 +47,7 @@ def test_a_small_study_gets_a_slot_when_a_big_ones_trial_ends(tmp_path: Path) ->
                      token=bob)
         service.wait_for("small", "completed", token=bob)
         gone = allowance_once_gone(service.home / "allowances", "small")
+        started_after(service.store, "big", last_finish(service.store, "small"))
         service.call("POST", "/studies/big/cancel")
         service.wait_for("big", "interrupted", timeout=120)
         events = read_events(service.home / "allowances")
@@ -71,6 +73,19 @@ def test_a_small_study_gets_a_slot_when_a_big_ones_trial_ends(tmp_path: Path) ->
     small = service.store.get_trials("small")
     assert 2 < len(big) < 1000 and len(small) == 2
     assert max(t.finished_at or 0 for t in small) < max(t.started_at or 0 for t in big)
+
+
+def last_finish(store: SqlStore, study: str) -> float:
+    return max(t.finished_at or 0 for t in store.get_trials(study))
+
+
+def started_after(store: SqlStore, study: str, moment: float, timeout_s: float = 60) -> None:
+    """Wait until a trial of ``study`` has started after ``moment``: a study with trials left
+    to start takes the slots another study gave back."""
+    deadline = time.time() + timeout_s
+    while max(t.started_at or 0 for t in store.get_trials(study)) <= moment:
+        assert time.time() < deadline, f"no trial of {study} started after {moment}"
+        time.sleep(0.2)
 
 
 def allowance_once_gone(folder: Path, study: str, timeout_s: float = 60) -> dict:
