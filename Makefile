@@ -1,7 +1,7 @@
 # `make demo` and `make test` are the two commands of the README's quickstart: each sets up
 # everything it needs in .venv on a fresh machine.
 # .venv is made from the fastest build on PATH of `python3`'s version (tools/pick_python.py: a
-# distribution's optimised build runs the suite on about a fifth less CPU than pyenv's plain
+# distribution's optimised build runs the suite on about 16% less CPU than pyenv's plain
 # one); `make PYTHON=python3.12 ...` chooses one.
 PYTHON ?= $(shell python3 tools/pick_python.py 2>/dev/null || echo python3)
 VENV   := .venv
