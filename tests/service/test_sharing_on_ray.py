@@ -72,18 +72,22 @@ def test_a_small_study_gets_a_slot_when_a_big_ones_trial_ends(tmp_path: Path) ->
     big = service.store.get_trials("big")
     small = service.store.get_trials("small")
     assert 2 < len(big) < 1000 and len(small) == 2
-    assert max(t.finished_at or 0 for t in small) < max(t.started_at or 0 for t in big)
+    assert last_finish(service.store, "small") < last_start(service.store, "big")
 
 
 def last_finish(store: SqlStore, study: str) -> float:
     return max(t.finished_at or 0 for t in store.get_trials(study))
 
 
+def last_start(store: SqlStore, study: str) -> float:
+    return max(t.started_at or 0 for t in store.get_trials(study))
+
+
 def started_after(store: SqlStore, study: str, moment: float, timeout_s: float = 60) -> None:
     """Wait until a trial of ``study`` has started after ``moment``: a study with trials left
     to start takes the slots another study gave back."""
     deadline = time.time() + timeout_s
-    while max(t.started_at or 0 for t in store.get_trials(study)) <= moment:
+    while last_start(store, study) <= moment:
         assert time.time() < deadline, f"no trial of {study} started after {moment}"
         time.sleep(0.2)
 
