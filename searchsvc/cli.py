@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
-from searchsvc import __version__
+from searchsvc import __version__, startup
 from searchsvc.core import StudyState
 from searchsvc.core.records import MAX_PRIORITY
 from searchsvc.errors import SearchsvcError, SpecError
@@ -879,6 +879,7 @@ def entrypoint() -> None:
     # file, as under an embedding host).
     with contextlib.suppress(AttributeError, ValueError, OSError):
         faulthandler.enable(all_threads=True)
+    startup.collect_rarely()  # a batch process: what it imports lives as long as it does
     sys.exit(main())
 
 

@@ -21,6 +21,13 @@ for _variable, _threads in [("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "
 
 import pytest  # noqa: E402
 
+from searchsvc import startup  # noqa: E402
+
+# A test worker is a searchsvc process like the CLI's: it imports every test module and, test
+# by test, Ray Tune, torch and the rest; collected rarely, collection alone takes a quarter
+# less CPU (13.8 -> 10.5 CPU-s a worker).
+startup.collect_rarely()
+
 ROOT = Path(__file__).resolve().parents[1]
 # The contract suites are pytest tests living in the package: show their failed asserts' values.
 pytest.register_assert_rewrite("searchsvc.testing")

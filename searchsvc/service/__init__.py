@@ -14,7 +14,7 @@ def serve_app(api: Any, host: str, port: int) -> None:
 
     import uvicorn
 
-    from searchsvc import usecases
+    from searchsvc import startup, usecases
 
     # What is loaded now lives as long as the server: FastAPI, SQLAlchemy, pydantic, and what
     # submitting a study and writing a report import (loaded on first use, that took ~1 s of
@@ -24,6 +24,7 @@ def serve_app(api: Any, host: str, port: int) -> None:
     usecases.warm_up()
     gc.collect()
     gc.freeze()
+    startup.collect_as_usual()  # started: requests' garbage is collected as anywhere
     uvicorn.run(api, host=host, port=port, log_level="warning")
 
 

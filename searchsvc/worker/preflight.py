@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from searchsvc.startup import collect_as_usual
 from searchsvc.worker import dimensionality
 from searchsvc.worker.context import (
     TELEMETRY_KEY,
@@ -181,6 +182,7 @@ def _first_run(settings: Any, user_config: dict[str, Any], paths: tuple[str, ...
         described = "; ".join(said) if said else describe_exception(cause, paths)
         return described, True, False, time.perf_counter() - t0
     import_s = time.perf_counter() - t0
+    collect_as_usual()  # the objective runs as in a trial (searchsvc.startup)
     try:
         backend = settings.backend(settings.objective, paths, settings.metric,
                                    settings.max_steps, dict(settings.backend_options))

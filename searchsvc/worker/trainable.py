@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from searchsvc.startup import collect_as_usual
 from searchsvc.worker import dimensionality
 from searchsvc.worker.context import (
     DIMENSIONALITY_KEY,
@@ -98,6 +99,7 @@ def run_trial(config: dict[str, Any], settings: TrialSettings, *, rank: int | No
                 # The user's module first: what it imports (torch, TensorFlow) on a fresh
                 # worker is then seeded too, as on a reused one.
                 backend.objective()
+                collect_as_usual()  # started, the objective is collected as anywhere
                 seed_trial()
                 backend.run(user_config)
             except BaseException as exc:

@@ -87,3 +87,21 @@ print(record.call_args.args[1], sorted(m for m in ("mlflow", "wandb") if m in sy
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == '{"CustomCallback": 2} []'
 
+
+
+def test_every_worker_of_an_embedded_node_runs_searchsvcs_setup_hook(ray_local) -> None:
+    from ray._private import ray_constants
+
+    from searchsvc import startup
+    from searchsvc.driver.session import EMBEDDED_NODE_ENV, SETUP_HOOK_VARIABLE
+
+    assert SETUP_HOOK_VARIABLE == ray_constants.WORKER_PROCESS_SETUP_HOOK_ENV_VAR
+    assert EMBEDDED_NODE_ENV[SETUP_HOOK_VARIABLE] == startup.WORKER_SETUP_HOOK
+
+    @ray.remote(num_cpus=0)
+    def threshold() -> int:
+        import gc
+
+        return gc.get_threshold()[0]
+
+    assert ray.get(threshold.remote()) == startup.STARTING_THRESHOLD
