@@ -9,8 +9,6 @@ data; the driver judges it (:mod:`searchsvc.analysis.preflight`).
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import math
 import numbers
 import shutil
@@ -264,19 +262,13 @@ def _plain(value: Any) -> Any:
 def _route_ray_reports() -> None:
     """An objective calling ``ray.tune.report`` directly reports to preflight's recorder too
     (there is no Tune session in this task); ``get_checkpoint`` finds none. Ray Tune is
-    changed as it is imported, by whatever imports it first (the objective's module, a line of
-    the objective, searchsvc's sdk), or at once when it already is: an objective that never
-    uses it leaves it unimported (with pandas and pyarrow, about 0.4 CPU-seconds)."""
+    imported here whether the objective uses it or not, as a trial's worker imports it: a
+    user's module that breaks that import (one shadowing a package pandas probes for) fails
+    preflight, not the study's first trials."""
     if "ray" not in sys.modules:
         return
-    tune = sys.modules.get("ray.tune")
-    if tune is not None:
-        _route_to_recorder(tune)
-    elif not any(isinstance(f, _RouteOnImport) for f in sys.meta_path):
-        sys.meta_path.insert(0, _RouteOnImport())
+    from ray import tune
 
-
-def _route_to_recorder(tune: Any) -> None:
     def report(metrics: Mapping[str, Any], *, checkpoint: Any = None) -> None:
         reporter = current().reporter
         if reporter is not None:
@@ -284,23 +276,3 @@ def _route_to_recorder(tune: Any) -> None:
 
     tune.report = report
     tune.get_checkpoint = lambda: None
-
-
-class _RouteOnImport(importlib.abc.MetaPathFinder):
-    """Finds ``ray.tune`` as Python would, and routes its reports once its module has run."""
-
-    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
-        if name != "ray.tune":
-            return None
-        sys.meta_path.remove(self)  # one import: the lookup below finds the real module
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.loader is None:
-            return spec
-        run_module = spec.loader.exec_module
-
-        def exec_module(module: Any) -> None:
-            run_module(module)
-            _route_to_recorder(module)
-
-        spec.loader.exec_module = exec_module  # type: ignore[method-assign]
-        return spec

@@ -72,27 +72,3 @@ def test_each_integration_imports_no_framework_but_its_own(integration: str) -> 
     assert not imported & others, sorted(imported & others)
     assert imported <= {FRAMEWORKS[integration], "searchsvc", "__future__", "collections",
                         "pathlib", "typing", "json", "shutil", "time", "gc", "math", "torch"}
-
-
-ROUTED = """
-import json, sys
-import ray
-from searchsvc.worker import preflight
-preflight._route_ray_reports()
-unloaded = "ray.tune" not in sys.modules
-from ray.tune import get_checkpoint, report  # as an objective's module would, after
-import ray.tune
-same = ray.tune.report is report
-preflight._route_ray_reports()  # Ray Tune loaded now: routed at once, no finder left behind
-print(json.dumps([unloaded, report.__module__, get_checkpoint(), same,
-                  sum(type(f).__name__ == "_RouteOnImport" for f in sys.meta_path)]))
-"""
-
-
-def test_preflight_routes_ray_tunes_reports_without_importing_ray_tune_itself() -> None:
-    out = subprocess.run([sys.executable, "-c", ROUTED], capture_output=True, text=True,
-                         check=True).stdout
-    unloaded, module, checkpoint, same, finders = json.loads(out)
-    assert unloaded  # an objective that never imports Ray Tune leaves it unloaded
-    assert module == "searchsvc.worker.preflight" and checkpoint is None and same
-    assert finders == 0
