@@ -188,7 +188,7 @@ SETUP_HOOK_VARIABLE = "__RAY_WORKER_PROCESS_SETUP_HOOK_ENV_VAR"
 # Prometheus that scrapes the node's agent; a node without a dashboard has no reader, and the
 # collection costs an idle node a quarter of its CPU (1.8 -> 1.4 CPU-s a minute).
 # SETUP_HOOK_VARIABLE: every worker process runs searchsvc.startup's hook first, collecting
-# garbage rarely while it imports Ray Tune and the objective's libraries (about a quarter less
+# garbage rarely while it imports Ray Tune and the objective's libraries (about a fifth less
 # CPU for a trial worker's start); set on the node, not as the job's runtime environment, which
 # would give every trial worker a runtime environment of its own.
 EMBEDDED_NODE_ENV = {"RAY_prestart_worker_first_driver": "0", "PL_DISABLE_FORK": "1",

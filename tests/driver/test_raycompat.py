@@ -88,7 +88,6 @@ print(record.call_args.args[1], sorted(m for m in ("mlflow", "wandb") if m in sy
     assert done.stdout.strip() == '{"CustomCallback": 2} []'
 
 
-
 def test_every_worker_of_an_embedded_node_runs_searchsvcs_setup_hook(ray_local) -> None:
     from ray._private import ray_constants
 
@@ -98,10 +97,15 @@ def test_every_worker_of_an_embedded_node_runs_searchsvcs_setup_hook(ray_local) 
     assert SETUP_HOOK_VARIABLE == ray_constants.WORKER_PROCESS_SETUP_HOOK_ENV_VAR
     assert EMBEDDED_NODE_ENV[SETUP_HOOK_VARIABLE] == startup.WORKER_SETUP_HOOK
 
+    # An actor: always a worker process of its own, fresh from the hook (a task could land on
+    # a pooled worker where something has already restored the usual thresholds).
     @ray.remote(num_cpus=0)
-    def threshold() -> int:
-        import gc
+    class Threshold:
+        def youngest(self) -> int:
+            import gc
 
-        return gc.get_threshold()[0]
+            return gc.get_threshold()[0]
 
-    assert ray.get(threshold.remote()) == startup.STARTING_THRESHOLD
+    probe = Threshold.remote()  # type: ignore[attr-defined]
+    assert ray.get(probe.youngest.remote()) == startup.STARTING_THRESHOLD
+    ray.kill(probe)
