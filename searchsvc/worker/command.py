@@ -89,6 +89,8 @@ def run_command(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], trial_
     :class:`CommandFailed` when the script exits non-zero; whatever ends this call early (the
     trial stopped) ends the script first."""
     trial_dir.mkdir(parents=True, exist_ok=True)
+    # taken before the script starts: a checkpoint it writes before the reader is built is new
+    restored = _signature(checkpoint_dir)
     with tempfile.TemporaryDirectory(prefix="searchsvc-checkpoints-",
                                      ignore_cleanup_errors=True) as copies, \
             open(trial_dir / STDERR_FILE, "ab") as errors, \
@@ -98,7 +100,7 @@ def run_command(argv: Sequence[str], *, cwd: str, env: Mapping[str, str], trial_
         assert p.stdout is not None
         lines: queue.Queue[tuple[dict[str, float], Path | None] | None] = queue.Queue()
         reader = _Reader(p.stdout, output, lines, metrics, pattern, checkpoint_dir,
-                         Path(copies), ack_write, reports_only)
+                         Path(copies), ack_write, restored, reports_only)
         reader.start()
         try:
             while (item := _next(lines, p)) is not None:
@@ -139,12 +141,13 @@ class _Reader(threading.Thread):
     def __init__(self, stream: IO[bytes], output: IO[bytes],
                  lines: queue.Queue[tuple[dict[str, float], Path | None] | None],
                  metrics: Sequence[str], pattern: re.Pattern[str] | None, folder: Path,
-                 copies: Path, ack: int | None, reports_only: bool = False):
+                 copies: Path, ack: int | None, restored: tuple[tuple[str, int, int], ...],
+                 reports_only: bool = False):
         super().__init__(daemon=True)
         self.reports_only = reports_only
         self.stream, self.output, self.lines, self.ack = stream, output, lines, ack
         self.metrics, self.pattern, self.folder, self.copies = metrics, pattern, folder, copies
-        self.seen = _signature(folder)
+        self.seen = restored  # the folder before the script started: not a new checkpoint
         self.copied = itertools.count()  # names the copies
 
     def run(self) -> None:

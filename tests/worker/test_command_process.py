@@ -100,3 +100,25 @@ def test_a_stopped_trial_ends_the_script_and_what_it_started(tmp_path: Path, fla
     script, child = map(int, (tmp_path / "pids.txt").read_text().split())
     assert not running(script) and not running(child)
     assert time.monotonic() - started < 30
+
+
+def test_a_checkpoint_written_before_the_reader_starts_still_goes_with_its_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # On a busy machine the script may write its first checkpoint before the worker has built
+    # the thread that reads its output: that checkpoint is new all the same.
+    import searchsvc.worker.command as command
+
+    ckpt = tmp_path / "trial" / "checkpoint"
+
+    class LateReader(command._Reader):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            deadline = time.monotonic() + 30
+            while not (ckpt / "ckpt.txt").exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(command, "_Reader", LateReader)
+    # unpaced, the script prints on while the reader is late; the first checkpoint comes
+    # after the first line
+    seen = run(tmp_path, "--slow", shell=True)
+    assert [c for _, c in seen if c is not None] == ["2", "4"]
