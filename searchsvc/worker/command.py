@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import itertools
+import math
 import os
 import queue
 import re
@@ -225,10 +226,52 @@ def _started(argv: Sequence[str], cwd: str, env: Mapping[str, str], errors: IO[b
         raise ObjectiveError(f"command {' '.join(argv)!r}: {exc.strerror}: {exc.filename} "
                              f"(working directory {cwd})") from None
     try:
-        yield process
+        with _ended_if_the_worker_dies(process.pid, grace_s):
+            yield process
     finally:
         if process.poll() is None:
             end_process(process, grace_s=grace_s)
+
+
+# Waits for a line on its stdin: "done" ends it; anything else (the end of input: the worker
+# that held the pipe died) ends the script's process group as end_process would.
+_WATCHER = """
+read -r word
+[ "$word" = done ] && exit 0
+kill -s TERM -- "-$1" 2>/dev/null || exit 0
+waited=0
+while [ "$waited" -lt "$2" ] && kill -s 0 -- "-$1" 2>/dev/null; do
+    sleep 1
+    waited=$((waited + 1))
+done
+kill -s KILL -- "-$1" 2>/dev/null
+exit 0
+"""
+
+
+@contextmanager
+def _ended_if_the_worker_dies(group: int, grace_s: float) -> Iterator[None]:
+    """Keep, while the trial runs, a watcher that ends the script's process group should this
+    worker die without ending it (SIGKILL, the out-of-memory killer, a lost node): the
+    script runs in a session of its own, so nothing else would, and it would hold its GPU
+    for as long as it runs. The watcher is a shell reading a pipe only this process holds;
+    the end of its input means the worker is gone."""
+    read, write = os.pipe()
+    try:
+        watcher = subprocess.Popen(["/bin/sh", "-c", _WATCHER, "watcher", str(group),
+                                    str(max(1, math.ceil(grace_s)))],
+                                   stdin=read, stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL, start_new_session=True)
+    finally:
+        os.close(read)
+    try:
+        yield
+    finally:
+        with suppress(BrokenPipeError):
+            os.write(write, b"done\n")
+        os.close(write)
+        with suppress(subprocess.TimeoutExpired):
+            watcher.wait(timeout=5)
 
 
 def end_process(process: subprocess.Popen[bytes], grace_s: float) -> None:

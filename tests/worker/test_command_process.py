@@ -122,3 +122,46 @@ def test_a_checkpoint_written_before_the_reader_starts_still_goes_with_its_line(
     # after the first line
     seen = run(tmp_path, "--slow", shell=True)
     assert [c for _, c in seen if c is not None] == ["2", "4"]
+
+
+LONG_SCRIPT = """
+import os, signal, subprocess, sys, time
+from pathlib import Path
+signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as a script busy in a clean-up would
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+Path("pids.txt").write_text(f"{os.getpid()} {child.pid}")
+print("epoch=1 val_loss=1.0", flush=True)
+time.sleep(120)
+"""
+
+WORKER = """
+import sys
+from pathlib import Path
+from searchsvc.worker.command import run_command
+folder = Path(sys.argv[1])
+run_command([sys.executable, "train.py"], cwd=str(folder), env={}, trial_dir=folder / "trial",
+            checkpoint_dir=folder / "trial" / "checkpoint", metrics=["val_loss"], pattern=None,
+            report=lambda metrics, checkpoint: print("reported", flush=True),
+            stop_grace_s=1.0)
+"""
+
+
+def test_a_killed_worker_leaves_no_script_or_what_it_started_running(tmp_path: Path) -> None:
+    # SIGKILL (the out-of-memory killer, a lost node) gives the worker no chance to end the
+    # script, which runs in a session of its own: it would hold its GPU for as long as it ran.
+    import signal
+    import subprocess
+
+    (tmp_path / "train.py").write_text(textwrap.dedent(LONG_SCRIPT))
+    worker = subprocess.Popen([sys.executable, "-c", WORKER, str(tmp_path)],
+                              stdout=subprocess.PIPE, text=True)
+    assert worker.stdout is not None and worker.stdout.readline() == "reported\n"
+    script, child = map(int, (tmp_path / "pids.txt").read_text().split())
+    assert running(script) and running(child)
+    worker.send_signal(signal.SIGKILL)
+    worker.wait()
+    deadline = time.monotonic() + 60
+    while (running(script) or running(child)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    # the script ignored SIGTERM: it was killed after the worker's 1 s of grace
+    assert not running(script) and not running(child)
