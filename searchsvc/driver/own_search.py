@@ -20,6 +20,7 @@ from searchsvc.driver.settings import trial_settings
 from searchsvc.errors import ObjectiveError
 from searchsvc.provenance import launch_of
 from searchsvc.spec import StudySpec
+from searchsvc.startup import collect_as_usual
 from searchsvc.store import Store, searchsvc_home
 from searchsvc.worker.objective import resolve_objective
 from searchsvc.worker.workdir import working_directory
@@ -80,9 +81,15 @@ def _search(backend: type[Backend], objective: str, search_paths: list[str],
 
     node = f"{socket.gethostname()} node {ray.get_runtime_context().get_node_id()}"
     directory.mkdir(parents=True, exist_ok=True)
+
+    def built() -> Any:
+        model = resolve_objective(objective, search_paths)()
+        collect_as_usual()  # the search's imports are done: its training collects as anywhere
+        return model
+
     with working_directory(workdir):
         path = backend.own_search(
-            lambda: resolve_objective(objective, search_paths)(), options, metric=metric,
+            built, options, metric=metric,
             max_trials=max_trials, epochs=epochs, seed=seed, directory=directory,
             resume=resume, sink=lambda trial: queue.put((trial, node)))
     return str(path)

@@ -60,3 +60,42 @@ def test_an_own_search_trial_is_judged_like_a_ray_trial() -> None:
     assert best_trial(stored, spec.mode, spec.constraints).number == 0  # type: ignore[union-attr]
     assert store.get_study(spec.name).best_value == 0.8
     assert progress.best == 0.8 and progress.failed == 4
+
+
+def test_a_backends_own_search_trains_with_the_usual_garbage_collection(
+        tmp_path: Path, monkeypatch) -> None:
+    # Its Ray task started collecting rarely (the node's setup hook) for the imports; once the
+    # user's objective is built, the search's training is collected as it would be anywhere.
+    import gc
+    from types import SimpleNamespace
+
+    import ray
+
+    from searchsvc import startup
+    from searchsvc.backends.base import Backend
+    from searchsvc.driver.own_search import _search
+
+    seen: dict[str, tuple[int, ...]] = {}
+
+    class OwnSearch(Backend):
+        @classmethod
+        def own_search(cls, objective, options, **kwargs) -> Path:
+            seen["importing"] = gc.get_threshold()
+            objective()
+            seen["training"] = gc.get_threshold()
+            return tmp_path / "best"
+
+    (tmp_path / "userdata.py").write_text("def data():\n    return 'the data'\n")
+    monkeypatch.setattr(ray, "get_runtime_context",
+                        lambda: SimpleNamespace(get_node_id=lambda: "node"))
+    usual = gc.get_threshold()
+    startup.collect_as_usual()  # the test worker's own setting, restored after
+    try:
+        startup.collect_rarely()
+        _search(OwnSearch, "userdata:data", [str(tmp_path)], {}, "loss", 1, 1, 0,
+                tmp_path / "search", False, None, None)
+    finally:
+        startup.collect_rarely()
+    assert seen["importing"][0] == startup.STARTING_THRESHOLD
+    assert seen["training"][0] != startup.STARTING_THRESHOLD
+    assert gc.get_threshold() == usual
