@@ -13,7 +13,8 @@ and torch takes 1.7 CPU-seconds with it and 1.3 with the youngest generation's t
 - every worker process of a Ray node searchsvc starts runs :func:`collect_rarely` first (Ray's
   worker setup hook, :data:`WORKER_SETUP_HOOK`), and a trial's worker is back to the usual
   thresholds once the objective's module is imported, before the objective runs
-  (:func:`collect_as_usual`), so a training loop is collected as it would be anywhere else.
+  (:func:`collect_as_usual`), so a training loop is collected as it would be anywhere else;
+  a backend's own search (AutoKeras, one Ray task) is, once the user's objective is built.
 """
 
 from __future__ import annotations
