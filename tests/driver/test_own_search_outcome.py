@@ -88,14 +88,14 @@ def test_a_backends_own_search_trains_with_the_usual_garbage_collection(
     (tmp_path / "userdata.py").write_text("def data():\n    return 'the data'\n")
     monkeypatch.setattr(ray, "get_runtime_context",
                         lambda: SimpleNamespace(get_node_id=lambda: "node"))
-    usual = gc.get_threshold()
-    startup.collect_as_usual()  # the test worker's own setting, restored after
+    before = gc.get_threshold()  # the test worker's, whatever ran in it before
+    monkeypatch.setattr(startup, "_usual", None)  # as in a fresh worker process
     try:
-        startup.collect_rarely()
+        gc.set_threshold(700, 10, 10)  # CPython's own
+        startup.collect_rarely()  # as the node's setup hook does
         _search(OwnSearch, "userdata:data", [str(tmp_path)], {}, "loss", 1, 1, 0,
                 tmp_path / "search", False, None, None)
     finally:
-        startup.collect_rarely()
+        gc.set_threshold(*before)
     assert seen["importing"][0] == startup.STARTING_THRESHOLD
-    assert seen["training"][0] != startup.STARTING_THRESHOLD
-    assert gc.get_threshold() == usual
+    assert seen["training"] == (700, 10, 10)
