@@ -173,14 +173,36 @@ def default_storage_url() -> str:
     return f"sqlite:///{searchsvc_home() / 'searchsvc.db'}"
 
 
+SQLITE_BUSY_S = 30  # how long a connection waits for another's lock (its busy timeout)
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
     # WAL lets readers (searchsvc show, the service) work while a study writes.
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _switch_to_wal(cursor)
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=30000")
+    cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_S * 1000}")
     cursor.close()
+
+
+def _switch_to_wal(cursor: Any) -> None:
+    """Put the database in WAL mode (kept in the file: a no-op once it is). Connections that
+    switch one new database together can deadlock, each holding the read lock the other must
+    see released; SQLite then answers "database is locked" at once instead of waiting its
+    busy timeout, so the switch is tried again, for as long as that timeout, while another
+    connection finishes it."""
+    import sqlite3
+
+    deadline = time.monotonic() + SQLITE_BUSY_S
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
 
 
 class SqlStore(Store):
@@ -225,7 +247,8 @@ class SqlStore(Store):
             database = sqlite_file(url)
             if database is not None:
                 database.parent.mkdir(parents=True, exist_ok=True)
-            engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+            engine = create_engine(url, connect_args={"check_same_thread": False,
+                                                         "timeout": SQLITE_BUSY_S})
             event.listen(engine, "connect", _sqlite_pragmas)
             return engine
         return create_engine(url, pool_pre_ping=True)
