@@ -9,6 +9,7 @@ import os
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,8 +39,11 @@ child.kill()
 
 
 def run(tmp_path: Path, *flags: str, stop_after: int | None = None, grace: float = 5.0,
-        shell: bool = False) -> list[tuple[dict[str, float], str | None]]:
-    (tmp_path / "train.py").write_text(textwrap.dedent(SCRIPT))
+        shell: bool = False, script: str = SCRIPT,
+        then: Callable[[], None] | None = None) -> list[tuple[dict[str, float], str | None]]:
+    """``script`` run as a trial's command; what each report carried. ``then``: called after
+    each report."""
+    (tmp_path / "train.py").write_text(textwrap.dedent(script))
     ckpt = tmp_path / "trial" / "checkpoint"
     ckpt.mkdir(parents=True)
     seen: list[tuple[dict[str, float], str | None]] = []
@@ -49,6 +53,8 @@ def run(tmp_path: Path, *flags: str, stop_after: int | None = None, grace: float
                      else (checkpoint / "ckpt.txt").read_text()))
         if stop_after is not None and len(seen) == stop_after:
             raise SystemExit(0)  # as Ray ends a stopped trial's reporting thread
+        if then is not None:
+            then()
 
     argv = [sys.executable, "train.py", *flags]
     if shell:  # another program than the workers' Python: its output is not paced
@@ -102,26 +108,41 @@ def test_a_stopped_trial_ends_the_script_and_what_it_started(tmp_path: Path, fla
     assert time.monotonic() - started < 30
 
 
+WAITING_SCRIPT = """
+import os, time
+from pathlib import Path
+ckpt = Path(os.environ["SEARCHSVC_CHECKPOINT_DIR"])
+(ckpt / "ckpt.txt").write_text("1")
+print("epoch=1 val_loss=1.0", flush=True)
+deadline = time.monotonic() + 60
+while not Path("go").exists() and time.monotonic() < deadline:  # its first report is in
+    time.sleep(0.01)
+(ckpt / "ckpt.txt").write_text("two")
+print("epoch=2 val_loss=0.5", flush=True)
+"""
+
+
 def test_a_checkpoint_written_before_the_reader_starts_still_goes_with_its_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # On a busy machine the script may write its first checkpoint before the worker has built
-    # the thread that reads its output: that checkpoint is new all the same.
+    # the thread that reads its output: that checkpoint is new all the same. Here the reader is
+    # built only once the first checkpoint is written, and the script goes on to its second
+    # only once its first report is in, however busy the machine.
     import searchsvc.worker.command as command
 
     ckpt = tmp_path / "trial" / "checkpoint"
 
     class LateReader(command._Reader):
         def __init__(self, *args: object, **kwargs: object) -> None:
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 60
             while not (ckpt / "ckpt.txt").exists() and time.monotonic() < deadline:
                 time.sleep(0.01)
             super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(command, "_Reader", LateReader)
-    # unpaced, the script prints on while the reader is late; the first checkpoint comes
-    # after the first line
-    seen = run(tmp_path, "--slow", shell=True)
-    assert [c for _, c in seen if c is not None] == ["2", "4"]
+    seen = run(tmp_path, shell=True, script=WAITING_SCRIPT,
+               then=(tmp_path / "go").touch)
+    assert [c for _, c in seen] == ["1", "two"]
 
 
 LONG_SCRIPT = """
